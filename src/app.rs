@@ -1,0 +1,196 @@
+//! Dispatch: parse the command line once, run the router call or a
+//! subcommand, print the answer once, and map every outcome to an exit code.
+//! This is the only module that writes to stdout.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::io::{IsTerminal, Read, Write};
+
+use clap::Parser;
+use clap::error::ErrorKind;
+
+use crate::cli::{CallArgs, Cli, Command};
+use crate::router::messages::Lang;
+use crate::router::request::{self, RequestError};
+use crate::router::result::Status;
+use crate::router::{self, Interrupt};
+use crate::{schema, ui};
+
+/// The most `--args-json -` reads from stdin (a 4 MiB message, escaped).
+const MAX_STDIN_ARGS: u64 = 64 * 1024 * 1024;
+
+pub const PROMPT_ZH: &str = include_str!("../prompts/clawbot_router.zh.md");
+pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
+
+/// Runs the program; returns the process exit code.
+pub async fn run(args: Vec<OsString>) -> u8 {
+    match Cli::try_parse_from(&args) {
+        Ok(Cli {
+            command: Some(command),
+            ..
+        }) => {
+            let text = match command {
+                Command::Schema { format } => schema::render(format),
+                Command::Prompt { lang } => prompt(lang).to_owned(),
+            };
+            print(&text);
+            0
+        }
+        Ok(Cli { call, .. }) => router_call(call).await,
+        Err(e) => clap_error(e, &args),
+    }
+}
+
+pub fn prompt(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => PROMPT_ZH,
+        Lang::En => PROMPT_EN,
+    }
+}
+
+async fn router_call(args: CallArgs) -> u8 {
+    let lang = args.lang;
+    let request = match args.args_json.as_deref() {
+        Some("-") => read_stdin().and_then(|text| request::from_json(&text)),
+        Some(text) => request::from_json(text),
+        None => request::from_parts(args.agent, args.message),
+    };
+    let options = router::Options {
+        default_to: args.to,
+        timeout: args.timeout,
+        grace: args.grace,
+        max_output: args.max_output,
+        openclaw: args.openclaw.filter(|s| !s.trim().is_empty()),
+        wsl: args.wsl,
+        wsl_distro: args.wsl_distro,
+        lang,
+    };
+    // Handlers go in before anything is spawned, so an early Ctrl-C still
+    // reaches our cleanup instead of killing us with the tree running.
+    let interrupted = interrupts();
+    let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
+    let mut reply = router::call(request, &options, interrupted).await;
+    if let Some(spinner) = spinner {
+        spinner.stop().await;
+    }
+    if !args.meta {
+        reply.result.meta = None;
+    }
+    print_json(&reply.result);
+    if args.exit_code {
+        reply.status.exit_code()
+    } else {
+        0
+    }
+}
+
+/// Help and version print as usual; a bad subcommand line is a usage error;
+/// a bad router call still answers with the JSON object.
+fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return 0;
+    }
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        words.first().map(String::as_str),
+        Some("schema" | "prompt" | "help")
+    ) {
+        let _ = e.print();
+        return 2;
+    }
+    let lang = lang_from_words(&words);
+    let detail = e.render().to_string();
+    let detail = detail
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .map(|l| l.trim_start_matches("error:").trim().to_owned())
+        .unwrap_or(detail);
+    let content = RequestError::CommandLine(detail).content(lang);
+    print_json(&router::result::ToolResult::new(content));
+    if words.iter().any(|w| w == "--exit-code") {
+        Status::InvalidInput.exit_code()
+    } else {
+        0
+    }
+}
+
+/// `--lang` as far as it can be read from a command line clap refused.
+fn lang_from_words(words: &[String]) -> Lang {
+    let flag = words.iter().enumerate().find_map(|(i, w)| {
+        w.strip_prefix("--lang=")
+            .map(str::to_owned)
+            .or_else(|| (w == "--lang").then(|| words.get(i + 1).cloned()).flatten())
+    });
+    let env = std::env::var("CLAWBOT_ROUTER_LANG").ok();
+    Lang::guess(flag.or(env).as_deref())
+}
+
+fn read_stdin() -> Result<String, RequestError> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(RequestError::Json(
+            "--args-json - reads stdin, but stdin is a terminal; pipe the JSON in".into(),
+        ));
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_STDIN_ARGS + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| RequestError::Json(format!("cannot read stdin: {e}")))?;
+    if bytes.len() as u64 > MAX_STDIN_ARGS {
+        return Err(RequestError::Json("stdin holds more than 64 MiB".into()));
+    }
+    String::from_utf8(bytes).map_err(|_| RequestError::Json("stdin is not UTF-8".into()))
+}
+
+/// Resolves when the router is told to stop.
+fn interrupts() -> impl Future<Output = Interrupt> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let int = signal(SignalKind::interrupt());
+        let term = signal(SignalKind::terminate());
+        let hup = signal(SignalKind::hangup());
+        async move {
+            let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (int, term, hup) else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = int.recv() => Interrupt { name: "SIGINT", number: libc::SIGINT },
+                _ = term.recv() => Interrupt { name: "SIGTERM", number: libc::SIGTERM },
+                _ = hup.recv() => Interrupt { name: "SIGHUP", number: libc::SIGHUP },
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => Interrupt {
+                    name: "Ctrl-C",
+                    number: 2,
+                },
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    let line = serde_json::to_string(value).expect("results are plain data") + "\n";
+    print(&line);
+}
+
+/// Writes to stdout; a closed stdout is the reader's choice, not a panic.
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+

@@ -1,0 +1,179 @@
+//! Command-line definitions (clap) and their value parsers; nothing else.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::router::messages::Lang;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "clawbot_router",
+    version,
+    about = "Forward a task to OpenClaw (`openclaw agent`) and print one JSON result.",
+    long_about = "Forward a task to OpenClaw (`openclaw agent`) and print exactly one JSON object \
+                  {\"content\", \"directTTS\", \"interruptMode\"} on stdout, whatever happens.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub call: CallArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the tool declaration for a host LLM.
+    Schema {
+        #[arg(long, value_enum, default_value_t = SchemaFormat::Openai)]
+        format: SchemaFormat,
+    },
+    /// Print the system-prompt guidance for the host LLM.
+    Prompt {
+        #[arg(long, value_enum, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
+        lang: Lang,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaFormat {
+    Openai,
+    Anthropic,
+    Mcp,
+}
+
+/// The router call: one tool invocation.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The task for the remote agent (passed to openclaw byte for byte).
+    #[arg(short = 'm', long, allow_hyphen_values = true)]
+    pub message: Option<String>,
+
+    /// Remote agent id (default: the --to route, else `main`).
+    #[arg(short = 'a', long, allow_hyphen_values = true)]
+    pub agent: Option<String>,
+
+    /// The tool-call arguments object as a host LLM emits it; `-` reads stdin.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["message", "agent"], allow_hyphen_values = true)]
+    pub args_json: Option<String>,
+
+    /// Destination for `openclaw agent --to` when no agent is named.
+    #[arg(long, value_name = "DEST", env = "CLAWBOT_ROUTER_DEFAULT_TO")]
+    pub to: Option<String>,
+
+    /// Seconds before the openclaw process tree is stopped.
+    #[arg(long, value_name = "SECS", env = "CLAWBOT_ROUTER_TIMEOUT", default_value = "60", value_parser = parse_timeout)]
+    pub timeout: Duration,
+
+    /// Seconds between SIGTERM and SIGKILL when stopping the tree.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_grace)]
+    pub grace: Duration,
+
+    /// The openclaw command, split like a shell would (e.g. `npx openclaw`).
+    #[arg(long, value_name = "COMMAND", env = "OPENCLAW_BIN")]
+    pub openclaw: Option<String>,
+
+    /// Launch openclaw inside WSL (`wsl.exe --exec`).
+    #[arg(long)]
+    pub wsl: bool,
+
+    /// WSL distribution to launch in (implies --wsl).
+    #[arg(long, value_name = "NAME")]
+    pub wsl_distro: Option<String>,
+
+    /// Bytes of output kept; the middle of longer output is dropped (K/M suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "256K", value_parser = parse_size)]
+    pub max_output: usize,
+
+    /// Language of the router's own messages.
+    #[arg(long, value_enum, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
+    pub lang: Lang,
+
+    /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs.
+    #[arg(long)]
+    pub meta: bool,
+
+    /// Make the exit status tell the outcome (0, openclaw's code, 124 timeout,
+    /// 127 could not start, 2 invalid input) instead of always 0.
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
+const MAX_GRACE_SECS: f64 = 300.0;
+
+fn parse_seconds(text: &str, min_exclusive: bool, max: f64) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    let too_small = if min_exclusive { secs <= 0.0 } else { secs < 0.0 };
+    if !secs.is_finite() || too_small || secs > max {
+        let low = if min_exclusive { "above 0" } else { "0 or more" };
+        return Err(format!("`{text}` must be {low} and at most {max} seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, true, MAX_TIMEOUT_SECS)
+}
+
+pub fn parse_grace(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, false, MAX_GRACE_SECS)
+}
+
+/// `262144`, `256K`, `256KiB`, `1M`, `1MiB` (powers of 1024).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => lower.split_at(i),
+        None => (lower.as_str(), ""),
+    };
+    let multiplier: usize = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1024,
+        "m" | "mb" | "mib" => 1024 * 1024,
+        _ => return Err(format!("`{text}`: unknown size unit (use a byte count, K or M)")),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a byte count"))?;
+    n.checked_mul(multiplier)
+        .filter(|n| *n <= 1 << 30)
+        .ok_or_else(|| format!("`{text}` is larger than 1 GiB"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("262144"), Ok(262_144));
+        assert_eq!(parse_size("256K"), Ok(262_144));
+        assert_eq!(parse_size("1MiB"), Ok(1_048_576));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("2048M").is_err());
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_timeout("-3").is_err());
+        assert!(parse_timeout("NaN").is_err());
+        assert!(parse_timeout("abc").is_err());
+        assert_eq!(parse_grace("0"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

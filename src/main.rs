@@ -1,0 +1,18 @@
+//! clawbot_router: forwards a host LLM's tool call to OpenClaw and prints one
+//! JSON result. See README.md.
+
+mod app;
+mod cli;
+mod router;
+mod runner;
+mod schema;
+mod ui;
+
+fn main() -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("cannot start the async runtime");
+    let code = runtime.block_on(app::run(std::env::args_os().collect()));
+    std::process::ExitCode::from(code)
+}

@@ -1,0 +1,116 @@
+//! The seed's fixed sentences (seed 002 §3.2, §3.5), in Chinese and English.
+//!
+//! Every sentence the router adds to `content` comes from here, so the host
+//! LLM (and the tests) can rely on them word for word. The Chinese ones are
+//! the seed's own; never reword them without updating the seed's readers.
+
+use std::fmt;
+
+/// Language of the router's own sentences (openclaw's output is never
+/// translated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Lang {
+    #[default]
+    Zh,
+    En,
+}
+
+impl Lang {
+    /// Reads `--lang`-style values leniently, for the paths that run before
+    /// (or instead of) clap: anything but "en" is Chinese.
+    pub fn guess(value: Option<&str>) -> Self {
+        match value.map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("en") => Lang::En,
+            _ => Lang::Zh,
+        }
+    }
+}
+
+const PREFIX: &str = "[clawbot_router]";
+
+/// What the host LLM says before calling (seed §3.2); the spinner shows it too.
+pub fn announce(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "我正在通过 clawBot 处理复杂任务，可能需要几秒钟。",
+        Lang::En => "I'm handing this to clawBot for a complex task; it may take a few seconds.",
+    }
+}
+
+/// §3.1: `message` missing or blank; openclaw was not started.
+pub fn missing_message(lang: Lang) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 没有任务描述：参数 message 不能为空，未调用 OpenClaw。"),
+        Lang::En => format!(
+            "{PREFIX} No task description: the message argument must not be empty; OpenClaw was not called."
+        ),
+    }
+}
+
+/// The arguments could not be understood; `detail` says what was wrong.
+pub fn invalid_arguments(lang: Lang, detail: &dyn fmt::Display) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 参数无效：{detail}。未调用 OpenClaw。"),
+        Lang::En => format!("{PREFIX} Invalid arguments: {detail}. OpenClaw was not called."),
+    }
+}
+
+/// §3.5.1: the openclaw CLI could not be started.
+pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 无法启动远程 Agent（openclaw CLI 启动失败：{reason}）。"),
+        Lang::En => format!(
+            "{PREFIX} Could not start the remote agent (the openclaw CLI failed to start: {reason})."
+        ),
+    }
+}
+
+/// §3.5.2: appended after what was captured when the deadline passed.
+pub fn timed_out(lang: Lang, seconds: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 远程 clawBot 处理超时（超过 {seconds} 秒未完成），本次结果已中止。"),
+        Lang::En => format!(
+            "{PREFIX} The remote clawBot timed out (not finished after {seconds} seconds); this result was aborted."
+        ),
+    }
+}
+
+/// Appended when the router itself was told to stop (Ctrl-C, SIGTERM).
+pub fn interrupted(lang: Lang, signal: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 调用被中断（收到 {signal}），远程 clawBot 已终止，本次结果已中止。"),
+        Lang::En => format!(
+            "{PREFIX} Interrupted ({signal}): the remote clawBot was stopped and this result was aborted."
+        ),
+    }
+}
+
+/// The line that replaces the middle of an over-long output.
+pub fn truncated(lang: Lang, dropped: u64) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} ……输出过长，中间省略了 {dropped} 字节……"),
+        Lang::En => format!("{PREFIX} ... output too long: {dropped} bytes omitted here ..."),
+    }
+}
+
+/// openclaw failed without saying anything; without this line the host LLM
+/// would get an empty string for a failure.
+pub fn silent_failure(lang: Lang, how: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} openclaw {how}，没有任何输出。"),
+        Lang::En => format!("{PREFIX} openclaw {how} without any output."),
+    }
+}
+
+pub fn exited_with(lang: Lang, code: i32) -> String {
+    match lang {
+        Lang::Zh => format!("以退出码 {code} 结束"),
+        Lang::En => format!("exited with code {code}"),
+    }
+}
+
+pub fn killed_by(lang: Lang, signal: i32) -> String {
+    match lang {
+        Lang::Zh => format!("被信号 {signal} 终止"),
+        Lang::En => format!("was killed by signal {signal}"),
+    }
+}

@@ -1,0 +1,238 @@
+//! THE TOOL: `{agent?, message}` in, one `{content, directTTS, interruptMode}`
+//! out (seed 002). Every outcome, including refusal, failure to start,
+//! timeout and interruption, becomes a [`Reply`]; nothing here prints or
+//! panics on bad input.
+
+pub mod command;
+pub mod messages;
+pub mod request;
+pub mod result;
+
+use std::future::Future;
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::runner::{self, End, Outcome, SpawnError};
+use command::{Launcher, Route};
+use messages::Lang;
+use request::{Request, RequestError};
+use result::{Meta, Status, ToolResult};
+
+/// Everything about a call that is not the call's own arguments.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--to` destination used when the call names no agent.
+    pub default_to: Option<String>,
+    pub timeout: Duration,
+    pub grace: Duration,
+    pub max_output: usize,
+    /// `--openclaw` / `OPENCLAW_BIN`, as given (split later).
+    pub openclaw: Option<String>,
+    pub wsl: bool,
+    pub wsl_distro: Option<String>,
+    pub lang: Lang,
+}
+
+/// A signal that interrupted the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupt {
+    pub name: &'static str,
+    pub number: i32,
+}
+
+/// The finished call: the JSON to print (meta always filled in; the caller
+/// drops it unless asked) and the outcome class.
+#[derive(Debug)]
+pub struct Reply {
+    pub result: ToolResult,
+    pub status: Status,
+}
+
+/// Runs one tool call end to end.
+pub async fn call(
+    request: Result<Request, RequestError>,
+    options: &Options,
+    cancel: impl Future<Output = Interrupt>,
+) -> Reply {
+    let started = Instant::now();
+    let lang = options.lang;
+    let refuse = |content: String, status: Status| Reply {
+        result: with_meta(content, Meta {
+            duration_ms: started.elapsed().as_millis() as u64,
+            ..Meta::default()
+        }),
+        status,
+    };
+
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => return refuse(e.content(lang), Status::InvalidInput),
+    };
+    let launcher = match command::locate(
+        options.openclaw.as_deref(),
+        options.wsl,
+        options.wsl_distro.as_deref(),
+    ) {
+        Ok(launcher) => launcher,
+        Err(e) => return refuse(messages::spawn_failed(lang, &e), Status::CouldNotStart),
+    };
+    let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
+    let invocation = match launcher.build(&route, &request.message) {
+        Ok(invocation) => invocation,
+        Err(e) => {
+            let reason = message_file_error(lang, &e);
+            return refuse(messages::spawn_failed(lang, &reason), Status::CouldNotStart);
+        }
+    };
+    let spec = runner::Spec {
+        program: invocation.program.clone(),
+        args: invocation.args.clone(),
+        cwd: None,
+        env: Vec::new(),
+        timeout: options.timeout,
+        grace: options.grace,
+        max_output: options.max_output,
+    };
+
+    let mut interrupt = None;
+    let outcome = runner::run(&spec, async {
+        interrupt = Some(cancel.await);
+    })
+    .await;
+    drop(invocation); // removes the message file, now that the tree is gone
+    match outcome {
+        Ok(outcome) => finish(outcome, interrupt, options),
+        Err(e) => refuse(
+            messages::spawn_failed(lang, &spawn_reason(lang, &e, &launcher)),
+            Status::CouldNotStart,
+        ),
+    }
+}
+
+/// Turns a finished run into content: the raw output, plus the seed's line
+/// for a timeout or an interruption.
+fn finish(
+    outcome: Outcome,
+    interrupt: Option<Interrupt>,
+    options: &Options,
+) -> Reply {
+    let lang = options.lang;
+    let mut content = outcome
+        .output
+        .join(|dropped| messages::truncated(lang, dropped));
+    let status = match (outcome.end, interrupt) {
+        (End::TimedOut, _) => {
+            push_line(
+                &mut content,
+                &messages::timed_out(lang, &seconds(options.timeout)),
+            );
+            Status::TimedOut
+        }
+        (End::Cancelled, Some(signal)) => {
+            push_line(&mut content, &messages::interrupted(lang, signal.name));
+            Status::Interrupted(signal.number)
+        }
+        (End::Cancelled, None) | (End::Exited, _) => {
+            let status = match (outcome.exit_code(), outcome.signal()) {
+                (Some(0), _) => Status::Success,
+                (Some(code), _) => Status::Failed(code),
+                (None, Some(signal)) => Status::Signalled(signal),
+                (None, None) => Status::Failed(1),
+            };
+            if status != Status::Success && content.trim().is_empty() {
+                let how = match status {
+                    Status::Signalled(signal) => messages::killed_by(lang, signal),
+                    _ => messages::exited_with(lang, outcome.exit_code().unwrap_or(1)),
+                };
+                push_line(&mut content, &messages::silent_failure(lang, &how));
+            }
+            status
+        }
+    };
+    let meta = Meta {
+        exit_code: outcome.exit_code(),
+        signal: outcome.signal(),
+        timed_out: outcome.end == End::TimedOut,
+        truncated: outcome.output.truncated(),
+        duration_ms: outcome.duration.as_millis() as u64,
+    };
+    Reply {
+        result: with_meta(content, meta),
+        status,
+    }
+}
+
+fn with_meta(content: String, meta: Meta) -> ToolResult {
+    ToolResult {
+        meta: Some(meta),
+        ..ToolResult::new(content)
+    }
+}
+
+/// Appends `line` after the captured output, on a line of its own.
+fn push_line(content: &mut String, line: &str) {
+    if !content.is_empty() && !content.ends_with('\n') {
+        content.push('\n');
+    }
+    content.push_str(line);
+}
+
+/// `60` for whole seconds, `1.5` otherwise.
+fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        let text = format!("{:.3}", d.as_secs_f64());
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+fn spawn_reason(lang: Lang, e: &SpawnError, launcher: &Launcher) -> String {
+    let program = e.program.to_string_lossy();
+    let via_wsl = launcher.wsl.is_some();
+    match (e.source.kind(), lang) {
+        (io::ErrorKind::NotFound, Lang::Zh) if via_wsl => {
+            format!("找不到 {program}，本机似乎没有安装 WSL")
+        }
+        (io::ErrorKind::NotFound, Lang::En) if via_wsl => {
+            format!("{program} not found; WSL does not seem to be installed")
+        }
+        (io::ErrorKind::NotFound, Lang::Zh) => format!("找不到程序 {program}"),
+        (io::ErrorKind::NotFound, Lang::En) => format!("program not found: {program}"),
+        (io::ErrorKind::PermissionDenied, Lang::Zh) => format!("没有权限执行 {program}"),
+        (io::ErrorKind::PermissionDenied, Lang::En) => {
+            format!("permission denied: {program} is not executable")
+        }
+        (_, Lang::Zh) => format!("启动 {program} 出错：{}", e.source),
+        (_, Lang::En) => format!("error spawning {program}: {}", e.source),
+    }
+}
+
+fn message_file_error(lang: Lang, e: &io::Error) -> String {
+    match lang {
+        Lang::Zh => format!("无法写入临时消息文件：{e}"),
+        Lang::En => format!("cannot write the temporary message file: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_printed_plainly() {
+        assert_eq!(seconds(Duration::from_secs(60)), "60");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25");
+    }
+
+    #[test]
+    fn lines_are_appended_on_their_own_line() {
+        let mut s = String::from("partial");
+        push_line(&mut s, "[x]");
+        assert_eq!(s, "partial\n[x]");
+        let mut s = String::new();
+        push_line(&mut s, "[x]");
+        assert_eq!(s, "[x]");
+    }
+}

@@ -1,0 +1,75 @@
+//! Windows half of the runner: the child runs inside a Job Object, and
+//! stopping the tree terminates the job (Windows has no polite signal a
+//! console-less child would honour, so "terminate" and "kill" are one step).
+//!
+//! TODO: this half is not built by CI (no Windows target on our machines);
+//! it follows process-wrap's documented API and is kept deliberately small.
+
+use std::io;
+use std::os::windows::io::OwnedHandle;
+use std::process::ExitStatus;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject};
+
+pub struct Tree {
+    child: Box<dyn ChildWrapper>,
+    armed: bool,
+    killed: bool,
+}
+
+impl Tree {
+    pub fn spawn(cmd: tokio::process::Command, _tag: String) -> io::Result<Self> {
+        let mut wrap = CommandWrap::from(cmd);
+        wrap.wrap(JobObject);
+        let child = wrap.spawn()?;
+        drop(wrap);
+        Ok(Self {
+            child,
+            armed: true,
+            killed: false,
+        })
+    }
+
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Job members cannot be listed cheaply here; after a kill the job is
+    /// empty, before it we assume members may remain.
+    pub fn group_alive(&self) -> bool {
+        false
+    }
+
+    pub fn anything_alive(&self) -> bool {
+        !self.killed
+    }
+
+    pub fn terminate(&mut self) {
+        self.kill();
+    }
+
+    pub fn kill(&mut self) {
+        if self.armed && !self.killed {
+            let _ = self.child.start_kill();
+            self.killed = true;
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Anonymous pipes cannot be registered with IOCP; tokio's file type reads
+/// them on its blocking pool, and dropping it abandons a blocked read.
+pub fn async_reader(reader: io::PipeReader) -> io::Result<tokio::fs::File> {
+    Ok(tokio::fs::File::from_std(std::fs::File::from(
+        OwnedHandle::from(reader),
+    )))
+}
