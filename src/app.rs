@@ -193,4 +193,3 @@ fn print(text: &str) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
-

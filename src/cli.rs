@@ -108,9 +108,17 @@ fn parse_seconds(text: &str, min_exclusive: bool, max: f64) -> Result<Duration, 
         .trim()
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    let too_small = if min_exclusive { secs <= 0.0 } else { secs < 0.0 };
+    let too_small = if min_exclusive {
+        secs <= 0.0
+    } else {
+        secs < 0.0
+    };
     if !secs.is_finite() || too_small || secs > max {
-        let low = if min_exclusive { "above 0" } else { "0 or more" };
+        let low = if min_exclusive {
+            "above 0"
+        } else {
+            "0 or more"
+        };
         return Err(format!("`{text}` must be {low} and at most {max} seconds"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -136,7 +144,11 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1024,
         "m" | "mb" | "mib" => 1024 * 1024,
-        _ => return Err(format!("`{text}`: unknown size unit (use a byte count, K or M)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown size unit (use a byte count, K or M)"
+            ));
+        }
     };
     let n: usize = digits
         .parse()

@@ -63,7 +63,9 @@ pub enum LocateError {
     Empty,
     #[error("OPENCLAW_BIN / --openclaw cannot be split into words: {0}")]
     Unparsable(String),
-    #[error("openclaw was not found on PATH (install it, or name it with --openclaw or OPENCLAW_BIN)")]
+    #[error(
+        "openclaw was not found on PATH (install it, or name it with --openclaw or OPENCLAW_BIN)"
+    )]
     NotFound,
 }
 
@@ -76,7 +78,8 @@ pub fn locate(
 ) -> Result<Launcher, LocateError> {
     let words = match openclaw {
         Some(text) => {
-            let words = shell_words::split(text).map_err(|e| LocateError::Unparsable(e.to_string()))?;
+            let words =
+                shell_words::split(text).map_err(|e| LocateError::Unparsable(e.to_string()))?;
             if words.is_empty() {
                 return Err(LocateError::Empty);
             }
@@ -244,7 +247,10 @@ mod tests {
 
     #[test]
     fn route_prefers_agent_then_destination_then_main() {
-        assert_eq!(Route::choose(Some("ops"), Some("+1")), Route::Agent("ops".into()));
+        assert_eq!(
+            Route::choose(Some("ops"), Some("+1")),
+            Route::Agent("ops".into())
+        );
         assert_eq!(Route::choose(None, Some("+1")), Route::To("+1".into()));
         assert_eq!(Route::choose(None, Some("  ")), Route::Agent("main".into()));
         assert_eq!(Route::choose(None, None), Route::Agent("main".into()));
@@ -267,7 +273,9 @@ mod tests {
     #[test]
     fn messages_over_the_argv_limit_go_through_a_private_file() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES + 1);
-        let inv = direct(&["openclaw"]).build(&Route::To("+1".into()), &msg).unwrap();
+        let inv = direct(&["openclaw"])
+            .build(&Route::To("+1".into()), &msg)
+            .unwrap();
         let args = strings(&inv.args);
         assert_eq!(&args[..4], ["agent", "--to", "+1", "--message-file"]);
         let path = inv.message_file.as_ref().unwrap();
@@ -287,13 +295,17 @@ mod tests {
     #[test]
     fn a_message_at_the_argv_limit_stays_an_argument() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES);
-        let inv = direct(&["openclaw"]).build(&Route::Agent("main".into()), &msg).unwrap();
+        let inv = direct(&["openclaw"])
+            .build(&Route::Agent("main".into()), &msg)
+            .unwrap();
         assert!(inv.message_file.is_none());
     }
 
     #[test]
     fn nul_bytes_go_through_a_file() {
-        let inv = direct(&["openclaw"]).build(&Route::Agent("main".into()), "a\0b").unwrap();
+        let inv = direct(&["openclaw"])
+            .build(&Route::Agent("main".into()), "a\0b")
+            .unwrap();
         assert!(inv.message_file.is_some());
     }
 
@@ -307,7 +319,9 @@ mod tests {
                 login_shell: true,
             }),
         };
-        let inv = launcher.build(&Route::Agent("ops".into()), "$(id)").unwrap();
+        let inv = launcher
+            .build(&Route::Agent("ops".into()), "$(id)")
+            .unwrap();
         assert_eq!(inv.program, "wsl.exe");
         assert_eq!(
             strings(&inv.args),
@@ -336,7 +350,10 @@ mod tests {
         assert!(!wsl.login_shell);
         assert_eq!(wsl.distro, None);
         let inv = launcher.build(&Route::Agent("main".into()), "hi").unwrap();
-        assert_eq!(strings(&inv.args)[..2], ["--exec", "/opt/openclaw/bin/openclaw"]);
+        assert_eq!(
+            strings(&inv.args)[..2],
+            ["--exec", "/opt/openclaw/bin/openclaw"]
+        );
     }
 
     #[test]

@@ -67,7 +67,9 @@ pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
 /// §3.5.2: appended after what was captured when the deadline passed.
 pub fn timed_out(lang: Lang, seconds: &str) -> String {
     match lang {
-        Lang::Zh => format!("{PREFIX} 远程 clawBot 处理超时（超过 {seconds} 秒未完成），本次结果已中止。"),
+        Lang::Zh => {
+            format!("{PREFIX} 远程 clawBot 处理超时（超过 {seconds} 秒未完成），本次结果已中止。")
+        }
         Lang::En => format!(
             "{PREFIX} The remote clawBot timed out (not finished after {seconds} seconds); this result was aborted."
         ),
@@ -77,7 +79,9 @@ pub fn timed_out(lang: Lang, seconds: &str) -> String {
 /// Appended when the router itself was told to stop (Ctrl-C, SIGTERM).
 pub fn interrupted(lang: Lang, signal: &str) -> String {
     match lang {
-        Lang::Zh => format!("{PREFIX} 调用被中断（收到 {signal}），远程 clawBot 已终止，本次结果已中止。"),
+        Lang::Zh => {
+            format!("{PREFIX} 调用被中断（收到 {signal}），远程 clawBot 已终止，本次结果已中止。")
+        }
         Lang::En => format!(
             "{PREFIX} Interrupted ({signal}): the remote clawBot was stopped and this result was aborted."
         ),

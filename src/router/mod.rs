@@ -57,10 +57,13 @@ pub async fn call(
     let started = Instant::now();
     let lang = options.lang;
     let refuse = |content: String, status: Status| Reply {
-        result: with_meta(content, Meta {
-            duration_ms: started.elapsed().as_millis() as u64,
-            ..Meta::default()
-        }),
+        result: with_meta(
+            content,
+            Meta {
+                duration_ms: started.elapsed().as_millis() as u64,
+                ..Meta::default()
+            },
+        ),
         status,
     };
 
@@ -111,11 +114,7 @@ pub async fn call(
 
 /// Turns a finished run into content: the raw output, plus the seed's line
 /// for a timeout or an interruption.
-fn finish(
-    outcome: Outcome,
-    interrupt: Option<Interrupt>,
-    options: &Options,
-) -> Reply {
+fn finish(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> Reply {
     let lang = options.lang;
     let mut content = outcome
         .output

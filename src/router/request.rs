@@ -90,8 +90,7 @@ pub fn from_parts(agent: Option<String>, message: Option<String>) -> Result<Requ
 /// From the arguments object, e.g. `{"agent":"ops","message":"..."}`.
 /// Unknown fields are ignored: hosts add their own.
 pub fn from_json(text: &str) -> Result<Request, RequestError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| RequestError::Json(e.to_string()))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| RequestError::Json(e.to_string()))?;
     let Value::Object(fields) = value else {
         return Err(RequestError::NotAnObject(kind(&value)));
     };
@@ -222,7 +221,11 @@ mod tests {
 
     #[test]
     fn error_content_is_localised() {
-        assert!(RequestError::MissingMessage.content(Lang::Zh).contains("没有任务描述"));
+        assert!(
+            RequestError::MissingMessage
+                .content(Lang::Zh)
+                .contains("没有任务描述")
+        );
         assert!(
             RequestError::MissingMessage
                 .content(Lang::En)
@@ -232,6 +235,9 @@ mod tests {
             field: "message",
             found: "a number",
         };
-        assert!(e.content(Lang::En).contains("field message must be a string"));
+        assert!(
+            e.content(Lang::En)
+                .contains("field message must be a string")
+        );
     }
 }

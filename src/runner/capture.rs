@@ -187,10 +187,7 @@ mod tests {
         assert_eq!(got.head, "abcd");
         assert_eq!(got.tail, "wxyz");
         assert_eq!(got.dropped, 10);
-        assert_eq!(
-            got.join(|n| format!("[cut {n}]")),
-            "abcd\n[cut 10]\nwxyz"
-        );
+        assert_eq!(got.join(|n| format!("[cut {n}]")), "abcd\n[cut 10]\nwxyz");
     }
 
     #[test]

@@ -155,9 +155,8 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         _ = &mut cancel => (End::Cancelled, None),
     };
 
-    let clean_exit = status.is_some()
-        && pump.eof_by(Instant::now() + LINGER).await
-        && !tree.group_alive();
+    let clean_exit =
+        status.is_some() && pump.eof_by(Instant::now() + LINGER).await && !tree.group_alive();
     if !clean_exit {
         // A timeout, a cancel, or a child that left descendants behind.
         status = stop_tree(&mut tree, status, &mut pump, spec.grace).await;

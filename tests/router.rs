@@ -1,0 +1,849 @@
+//! The router end to end: the real binary against the fake openclaw, one
+//! test per row of issue 2's behaviour list (seed 002 §3).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+const TIMEOUT_LINE_1S: &str =
+    "[clawbot_router] 远程 clawBot 处理超时（超过 1 秒未完成），本次结果已中止。";
+
+// ---- 1. Validation (§3.1) -------------------------------------------------
+
+#[test]
+fn missing_message_is_refused_and_openclaw_is_not_started() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let run =
+        run(router_with("reply", &["--record", record.to_str().unwrap()]).args(["-a", "ops"]));
+    assert_eq!(
+        run.stdout,
+        expected_line("[clawbot_router] 没有任务描述：参数 message 不能为空，未调用 OpenClaw。")
+    );
+    assert!(records(&record).is_empty(), "openclaw was started");
+}
+
+#[test]
+fn blank_message_is_refused_and_openclaw_is_not_started() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let run =
+        run(router_with("reply", &["--record", record.to_str().unwrap()]).args(["-m", " \n\t "]));
+    assert!(run.content().contains("没有任务描述"));
+    assert!(records(&record).is_empty(), "openclaw was started");
+}
+
+#[test]
+fn missing_message_in_english() {
+    let run = run(router_with("reply", &[]).args(["--lang", "en", "--args-json", "{}"]));
+    assert_eq!(
+        run.stdout,
+        expected_line(
+            "[clawbot_router] No task description: the message argument must not be empty; OpenClaw was not called."
+        )
+    );
+}
+
+#[test]
+fn args_json_that_is_not_an_object_is_refused() {
+    let run = run(router_with("reply", &[]).args(["--args-json", r#"["hi"]"#]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] 参数无效：参数必须是 JSON 对象，收到的是 an array。未调用 OpenClaw。"
+    );
+}
+
+#[test]
+fn args_json_with_a_non_string_message_names_the_field() {
+    let run =
+        run(router_with("reply", &[]).args(["--lang", "en", "--args-json", r#"{"message":42}"#]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] Invalid arguments: field message must be a string, got a number. OpenClaw was not called."
+    );
+}
+
+#[test]
+fn args_json_that_does_not_parse_is_refused() {
+    let run =
+        run(router_with("reply", &[]).args(["--lang", "en", "--args-json", r#"{"message": "#]));
+    let content = run.content();
+    assert!(
+        content
+            .starts_with("[clawbot_router] Invalid arguments: the arguments are not valid JSON ("),
+        "{content}"
+    );
+}
+
+#[test]
+fn args_json_from_stdin() {
+    let run = run_with_stdin(
+        router_with("echo", &[]).args(["--args-json", "-"]),
+        br#"{"agent":"ops","message":"from stdin \u263a"}"#,
+    );
+    assert_eq!(run.content(), "from stdin ☺");
+}
+
+#[test]
+fn blank_agent_counts_as_absent() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let run = run(
+        router_with("reply", &["--record", record.to_str().unwrap()])
+            .args(["--args-json", r#"{"agent":"   ","message":"hi"}"#]),
+    );
+    assert_eq!(run.content(), "ECHO: hi\n");
+    assert_eq!(
+        argv(&records(&record)[0]),
+        ["agent", "--agent", "main", "--message", "hi"]
+    );
+}
+
+#[test]
+fn bad_flags_still_answer_with_the_json_object() {
+    let run = run(router().args(["--timeout", "soon", "-m", "hi", "--exit-code"]));
+    assert_eq!(run.code, Some(2));
+    let content = run.content();
+    assert!(
+        content.starts_with("[clawbot_router] 参数无效：命令行参数有误："),
+        "{content}"
+    );
+    assert!(content.contains("--timeout"), "{content}");
+}
+
+// ---- 2. The command (§3.3) ------------------------------------------------
+
+fn recorded_argv(extra: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let mut cmd = router_with("reply", &["--record", record.to_str().unwrap()]);
+    cmd.args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let run = run(&mut cmd);
+    assert!(run.content().starts_with("ECHO: "), "{}", run.stdout);
+    let records = records(&record);
+    assert_eq!(records.len(), 1);
+    argv(&records[0])
+}
+
+#[test]
+fn agent_route_passes_agent_and_message() {
+    assert_eq!(
+        recorded_argv(&["-a", "ops", "-m", "summarise logs"], &[]),
+        ["agent", "--agent", "ops", "--message", "summarise logs"]
+    );
+}
+
+#[test]
+fn without_agent_the_default_destination_is_used() {
+    assert_eq!(
+        recorded_argv(&["-m", "hi", "--to", "+15555550123"], &[]),
+        ["agent", "--to", "+15555550123", "--message", "hi"]
+    );
+    assert_eq!(
+        recorded_argv(&["-m", "hi"], &[("CLAWBOT_ROUTER_DEFAULT_TO", "+1999")]),
+        ["agent", "--to", "+1999", "--message", "hi"]
+    );
+    // Flags win over the environment.
+    assert_eq!(
+        recorded_argv(
+            &["-m", "hi", "--to", "+1000"],
+            &[("CLAWBOT_ROUTER_DEFAULT_TO", "+1999")]
+        ),
+        ["agent", "--to", "+1000", "--message", "hi"]
+    );
+}
+
+#[test]
+fn without_agent_or_destination_the_main_agent_is_used() {
+    assert_eq!(
+        recorded_argv(&["-m", "hi"], &[]),
+        ["agent", "--agent", "main", "--message", "hi"]
+    );
+}
+
+const HOSTILE: &[&str] = &[
+    r#"say "hi" and 'bye'"#,
+    "line one\nline two\r\nline three\n",
+    "$(touch /tmp/clawbot_router_pwned) `id` ${HOME} $HOME",
+    "-",
+    "--",
+    "--help",
+    "-m --agent evil",
+    "; rm -rf / ; echo",
+    "emoji 🦀🔥 and 中文 and \u{200b}zero width",
+    "trailing backslash \\",
+    "  leading and trailing spaces  ",
+    "%PATH% ^& | < > !",
+];
+
+#[test]
+fn hostile_messages_reach_openclaw_byte_for_byte() {
+    for message in HOSTILE {
+        let by_flag = run(router_with("echo", &[]).args(["-m", message]));
+        assert_eq!(&by_flag.content(), message);
+        let by_json = run_args_json(message);
+        assert_eq!(&by_json.content(), message);
+    }
+    assert!(!std::path::Path::new("/tmp/clawbot_router_pwned").exists());
+}
+
+fn run_args_json(message: &str) -> Run {
+    let args = json!({ "message": message }).to_string();
+    run(router_with("echo", &[]).args(["--args-json", &args]))
+}
+
+#[test]
+fn a_message_over_the_argument_limit_goes_through_a_private_file() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let message: String = "长消息 long message with \"quotes\"\n".repeat(6000); // ~230 KB
+    // Too long for the router's own argv as well: hosts pipe such calls in.
+    let args = json!({ "message": message }).to_string();
+    let run = run_with_stdin(
+        router_with("echo", &["--record", record.to_str().unwrap()]).args(["--args-json", "-"]),
+        args.as_bytes(),
+    );
+    assert_eq!(run.content(), message);
+    let record = &records(&record)[0];
+    let argv = argv(record);
+    assert_eq!(&argv[..4], ["agent", "--agent", "main", "--message-file"]);
+    assert_eq!(record["message"], Value::from(message));
+    assert!(
+        !std::path::Path::new(&argv[4]).exists(),
+        "the message file was left behind"
+    );
+}
+
+#[test]
+fn a_message_with_nul_bytes_goes_through_a_file() {
+    let run = run_args_json("before\0after");
+    assert_eq!(run.content(), "before\0after");
+}
+
+#[test]
+fn a_message_over_four_mib_is_refused_without_starting_openclaw() {
+    let dir = tempdir();
+    let record = dir.path().join("record.jsonl");
+    let args = json!({ "message": "x".repeat(4 * 1024 * 1024 + 1) }).to_string();
+    let run = run_with_stdin(
+        router_with("echo", &["--record", record.to_str().unwrap()]).args([
+            "--args-json",
+            "-",
+            "--exit-code",
+        ]),
+        args.as_bytes(),
+    );
+    assert_eq!(run.code, Some(2));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] 参数无效：message 长度为 4194305 字节，超过 OpenClaw 的上限 4194304 字节（4 MiB）。未调用 OpenClaw。"
+    );
+    assert!(records(&record).is_empty());
+}
+
+// ---- 3. WSL (§1) ----------------------------------------------------------
+
+#[test]
+fn fake_wsl_without_exec_reparses_like_the_real_one() {
+    // The hazard the router avoids: without --exec, wsl.exe hands the joined
+    // arguments to a shell.
+    let (dir, _log) = fake_wsl_dir();
+    let out = std::process::Command::new(dir.path().join("wsl.exe"))
+        .args(["echo", "$((6*7))"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
+}
+
+#[test]
+fn wsl_launch_keeps_hostile_messages_intact() {
+    let (dir, log) = fake_wsl_dir();
+    for message in HOSTILE {
+        let run = run(router()
+            .env("PATH", path_with(dir.path()))
+            .env(
+                "OPENCLAW_BIN",
+                shell_words::join([FAKE, "--scenario", "echo"]),
+            )
+            .args(["--wsl", "-m", message]));
+        assert_eq!(&run.content(), message);
+    }
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.starts_with("---\n--exec\n"), "{log}");
+}
+
+#[test]
+fn wsl_login_shell_path_keeps_hostile_messages_intact() {
+    // openclaw named without a path is found by a login shell inside WSL,
+    // through the PATH the user's profile sets up (as nvm or an npm prefix
+    // does); the shell must still not parse the message.
+    let (dir, log) = fake_wsl_dir();
+    let home = tempdir();
+    let bin = home.path().join("npm-global/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(FAKE, bin.join("openclaw")).unwrap();
+    std::fs::write(
+        home.path().join(".profile"),
+        format!(
+            "export PATH={}:\"$PATH\"\n",
+            shell_words::quote(bin.to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    for message in HOSTILE {
+        let run = run(router()
+            .env("PATH", path_with(dir.path()))
+            .env("HOME", home.path())
+            .env("FAKE_OPENCLAW_SCENARIO", "echo")
+            .args(["--wsl-distro", "Ubuntu-24.04", "-m", message]));
+        assert_eq!(&run.content(), message);
+    }
+    let log = std::fs::read_to_string(log).unwrap();
+    let first: Vec<&str> = log.split("---\n").nth(1).unwrap().lines().collect();
+    assert_eq!(
+        &first[..8],
+        [
+            "--distribution",
+            "Ubuntu-24.04",
+            "--exec",
+            "bash",
+            "-lc",
+            "exec \"$@\"",
+            "clawbot_router",
+            "openclaw"
+        ]
+    );
+}
+
+#[test]
+fn wsl_moves_long_messages_to_a_file() {
+    let (dir, _log) = fake_wsl_dir();
+    let message = "w".repeat(10_000);
+    let run = run(router()
+        .env("PATH", path_with(dir.path()))
+        .env(
+            "OPENCLAW_BIN",
+            shell_words::join([FAKE, "--scenario", "echo"]),
+        )
+        .args(["--wsl", "-m", &message]));
+    assert_eq!(run.content(), message);
+}
+
+#[test]
+fn missing_wsl_is_a_spawn_failure() {
+    let dir = tempdir();
+    let run = run(router().env("PATH", dir.path()).args([
+        "--wsl",
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
+    assert_eq!(run.code, Some(127));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: wsl.exe not found; WSL does not seem to be installed)."
+    );
+}
+
+// ---- 4. Output (§3.4) -----------------------------------------------------
+
+fn interleaved(lines: usize) -> String {
+    (1..=lines)
+        .map(|i| {
+            if i % 2 == 1 {
+                format!("out {i}\n")
+            } else {
+                format!("err {i}\n")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn stdout_and_stderr_keep_their_write_order() {
+    for _ in 0..5 {
+        let run = run(router_with("interleave", &["--lines", "400"]).args(["-m", "hi"]));
+        assert_eq!(run.content(), interleaved(400));
+    }
+}
+
+#[test]
+fn stdout_and_stderr_keep_their_write_order_with_pauses() {
+    let run =
+        run(router_with("interleave", &["--lines", "10", "--pause-ms", "20"]).args(["-m", "hi"]));
+    assert_eq!(run.content(), interleaved(10));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_not_fatal() {
+    let run = run(router_with("invalid-utf8", &[]).args(["-m", "hi"]));
+    assert_eq!(
+        run.content(),
+        "before \u{fffd}\u{fffd} after \u{fffd}\nstderr \u{fffd}( end\n"
+    );
+}
+
+#[test]
+fn long_output_is_cut_in_the_middle_with_one_marker_line() {
+    let total: u64 = 1024 * 1024;
+    let run = run(router_with("flood", &["--bytes", "1M"]).args([
+        "-m",
+        "hi",
+        "--max-output",
+        "1000",
+        "--meta",
+    ]));
+    let content = run.content();
+    assert!(content.starts_with("BEGIN\n"), "{content:.40}");
+    assert!(content.ends_with("\nEND\n"), "{content:.40}");
+    let marker = format!(
+        "[clawbot_router] ……输出过长，中间省略了 {} 字节……",
+        total - 1000
+    );
+    assert_eq!(content.matches("[clawbot_router]").count(), 1);
+    assert!(content.contains(&format!("\n{marker}\n")), "{content}");
+    assert_eq!(content.len(), 1000 + marker.len() + 2);
+    assert_eq!(run.meta()["truncated"], Value::Bool(true));
+}
+
+#[test]
+fn output_at_the_limit_is_not_cut() {
+    let run = run(router_with("flood", &["--bytes", "4096"]).args([
+        "-m",
+        "hi",
+        "--max-output",
+        "4K",
+        "--meta",
+    ]));
+    assert_eq!(run.content().len(), 4096);
+    assert_eq!(run.meta()["truncated"], Value::Bool(false));
+}
+
+// ---- 5. The result (§3.4) -------------------------------------------------
+
+#[test]
+fn result_is_exactly_one_json_object() {
+    let run = run(router_with("reply", &[]).args(["-m", "hello gw"]));
+    assert_eq!(run.stdout, expected_line("ECHO: hello gw\n"));
+    assert_eq!(
+        run.stderr, "",
+        "nothing on stderr when it is not a terminal"
+    );
+    assert_eq!(run.code, Some(0));
+}
+
+#[test]
+fn meta_reports_how_the_run_went() {
+    let run = run(router_with("exit", &["--exit-code", "3"]).args(["-m", "hi", "--meta"]));
+    let meta = run.meta();
+    assert_eq!(meta["exitCode"], Value::from(3));
+    assert_eq!(meta["signal"], Value::Null);
+    assert_eq!(meta["timedOut"], Value::Bool(false));
+    assert_eq!(meta["truncated"], Value::Bool(false));
+    assert!(meta["durationMs"].as_u64().is_some());
+    assert_eq!(run.content(), "fake-openclaw exiting with 3\n");
+}
+
+#[test]
+fn exit_status_is_zero_unless_asked() {
+    let run = run(router_with("exit", &["--exit-code", "3"]).args(["-m", "hi"]));
+    assert_eq!(run.code, Some(0));
+}
+
+#[test]
+fn exit_code_flag_tells_the_outcome() {
+    let code = |cmd: &mut std::process::Command| run(cmd.arg("--exit-code")).code;
+    assert_eq!(code(router_with("reply", &[]).args(["-m", "hi"])), Some(0));
+    assert_eq!(
+        code(router_with("exit", &["--exit-code", "3"]).args(["-m", "hi"])),
+        Some(3)
+    );
+    assert_eq!(
+        code(router_with("sleep", &["--sleep", "30"]).args([
+            "-m",
+            "hi",
+            "--timeout",
+            "0.3",
+            "--grace",
+            "0.2"
+        ])),
+        Some(124)
+    );
+    assert_eq!(
+        code(
+            router()
+                .env("OPENCLAW_BIN", "/nonexistent/openclaw")
+                .args(["-m", "hi"])
+        ),
+        Some(127)
+    );
+    assert_eq!(code(router_with("reply", &[]).args(["-m", ""])), Some(2));
+}
+
+#[test]
+fn a_silent_failure_still_says_something() {
+    let run = run(router()
+        .env("OPENCLAW_BIN", "false")
+        .args(["-m", "hi", "--lang", "en"]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] openclaw exited with code 1 without any output."
+    );
+}
+
+// ---- 6. Timeout (§3.5.2) --------------------------------------------------
+
+#[test]
+fn timeout_appends_the_seed_line_after_what_was_captured() {
+    let run = run(router_with("sleep", &["--sleep", "30"]).args([
+        "-m",
+        "hi",
+        "--timeout",
+        "1",
+        "--meta",
+    ]));
+    assert_eq!(run.content(), format!("thinking...\n{TIMEOUT_LINE_1S}"));
+    assert_eq!(run.meta()["timedOut"], Value::Bool(true));
+    assert!(
+        run.elapsed < Duration::from_secs(1 + 2 + 1),
+        "{:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn timeout_from_the_environment() {
+    let run = run(router_with("sleep", &["--sleep", "30"])
+        .env("CLAWBOT_ROUTER_TIMEOUT", "1")
+        .args(["-m", "hi"]));
+    assert!(run.content().ends_with(TIMEOUT_LINE_1S));
+}
+
+#[test]
+fn a_child_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let run = run(
+        router_with("ignore-term", &["--pid-file", pid_file.to_str().unwrap()]).args([
+            "-m",
+            "hi",
+            "--timeout",
+            "1",
+            "--grace",
+            "1",
+            "--meta",
+        ]),
+    );
+    assert_eq!(
+        run.content(),
+        format!("ignoring SIGTERM\n{TIMEOUT_LINE_1S}")
+    );
+    assert_eq!(run.meta()["signal"], Value::from(9));
+    assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_secs(1 + 1 + 1),
+        "{:?}",
+        run.elapsed
+    );
+    assert_all_gone(&pids(&pid_file));
+}
+
+#[test]
+fn a_grandchild_holding_the_pipe_is_killed_with_the_tree() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let run = run(
+        router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
+            .env("FAKE_OPENCLAW_HOLD_IGNORE_TERM", "1")
+            .args(["-m", "hi", "--timeout", "1", "--grace", "0.5"]),
+    );
+    assert!(run.content().ends_with(TIMEOUT_LINE_1S), "{}", run.stdout);
+    assert!(
+        run.elapsed < Duration::from_millis(1000 + 500 + 1000),
+        "{:?}",
+        run.elapsed
+    );
+    let pids = pids(&pid_file);
+    assert_eq!(pids.len(), 2);
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_descendant_left_in_the_group_after_openclaw_exits_is_stopped() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let run = run(
+        router_with("orphan", &["--pid-file", pid_file.to_str().unwrap()]).args([
+            "-m",
+            "hi",
+            "--timeout",
+            "30",
+            "--meta",
+        ]),
+    );
+    assert!(run.content().contains("ECHO: hi\n"), "{}", run.stdout);
+    assert_eq!(run.meta()["exitCode"], Value::from(0));
+    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    assert_all_gone(&pids(&pid_file));
+}
+
+#[test]
+fn a_setsid_daemon_holding_the_pipe_does_not_hold_the_router() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let run = run(
+        router_with("daemon", &["--pid-file", pid_file.to_str().unwrap()]).args([
+            "-m",
+            "hi",
+            "--timeout",
+            "30",
+            "--meta",
+        ]),
+    );
+    assert!(run.content().contains("ECHO: hi\n"), "{}", run.stdout);
+    assert_eq!(run.meta()["exitCode"], Value::from(0));
+    assert_eq!(run.meta()["timedOut"], Value::Bool(false));
+    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    let pids = pids(&pid_file);
+    assert!(!pids.is_empty());
+    assert_all_gone(&pids);
+}
+
+// ---- 7. Spawn failure (§3.5.1) --------------------------------------------
+
+#[test]
+fn openclaw_not_found() {
+    let run = run(router()
+        .env("OPENCLAW_BIN", "/nonexistent/openclaw")
+        .args(["-m", "hi"]));
+    assert_eq!(
+        run.stdout,
+        expected_line(
+            "[clawbot_router] 无法启动远程 Agent（openclaw CLI 启动失败：找不到程序 /nonexistent/openclaw）。"
+        )
+    );
+}
+
+#[test]
+fn openclaw_not_on_path() {
+    let dir = tempdir();
+    let run = run(router()
+        .env("PATH", dir.path())
+        .args(["-m", "hi", "--lang", "en"]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: openclaw was not found on PATH (install it, or name it with --openclaw or OPENCLAW_BIN))."
+    );
+}
+
+#[test]
+fn openclaw_not_executable() {
+    let dir = tempdir();
+    let file = dir.path().join("openclaw");
+    std::fs::write(&file, "#!/bin/sh\necho hi\n").unwrap();
+    let run = run(router()
+        .arg("--openclaw")
+        .arg(&file)
+        .args(["-m", "hi", "--lang", "en"]));
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: permission denied: {} is not executable).",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn unparsable_openclaw_bin() {
+    let run = run(router()
+        .env("OPENCLAW_BIN", "npx 'openclaw")
+        .args(["-m", "hi", "--lang", "en"]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote)."
+    );
+}
+
+#[test]
+fn openclaw_flag_wins_over_the_environment() {
+    let run = run(router_with("reply", &[])
+        .env("OPENCLAW_BIN", "/nonexistent/openclaw")
+        .arg("--openclaw")
+        .arg(shell_words::join([FAKE, "--scenario", "echo"]))
+        .args(["-m", "flag wins"]));
+    assert_eq!(run.content(), "flag wins");
+}
+
+// ---- 8. OpenClaw's own errors (§3.5.3) ------------------------------------
+
+#[test]
+fn unknown_agent_error_arrives_verbatim_with_its_exit_code() {
+    let run = run(router_with("reply", &[]).args(["-a", "nosuchagent", "-m", "hi", "--meta"]));
+    assert_eq!(
+        run.content(),
+        "Unknown agent id \"nosuchagent\". Use \"openclaw agents list\" to see configured agents.\n"
+    );
+    assert_eq!(run.meta()["exitCode"], Value::from(1));
+}
+
+#[test]
+fn gateway_errors_arrive_verbatim() {
+    let down = run(router_with("gateway-down", &[]).args(["-m", "hi"]));
+    assert_eq!(
+        down.content(),
+        "Gateway agent call connection closed; see openclaw logs.\nGateway not reachable at ws://127.0.0.1:18789 (ECONNREFUSED).\n"
+    );
+    let timeout = run(router_with("gateway-timeout", &[]).args(["-m", "hi"]));
+    assert!(
+        timeout
+            .content()
+            .starts_with("Request timed out before a response was generated.")
+    );
+}
+
+// ---- 9. Interruption --------------------------------------------------------
+
+fn interrupted_by(signal: i32, name: &str) {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let child = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
+        .args(["-m", "hi", "--exit-code", "--grace", "0.5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tree = wait_for_pids(&pid_file, 2);
+    std::thread::sleep(Duration::from_millis(100));
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    let run = wait(child);
+    assert_eq!(run.code, Some(128 + signal));
+    let content = run.content();
+    assert!(content.starts_with("spawned grandchild"), "{content}");
+    assert!(
+        content.ends_with(&format!(
+            "[clawbot_router] 调用被中断（收到 {name}），远程 clawBot 已终止，本次结果已中止。"
+        )),
+        "{content}"
+    );
+    assert_all_gone(&tree);
+}
+
+#[test]
+fn sigint_stops_the_tree_and_still_prints_the_result() {
+    interrupted_by(libc::SIGINT, "SIGINT");
+}
+
+#[test]
+fn sigterm_stops_the_tree_and_still_prints_the_result() {
+    interrupted_by(libc::SIGTERM, "SIGTERM");
+}
+
+// ---- 10. Progress (§3.2) --------------------------------------------------
+
+#[test]
+fn spinner_shows_on_a_terminal_and_stdout_keeps_only_the_json() {
+    let dir = tempdir();
+    let out = dir.path().join("out.json");
+    let inner = format!(
+        "{} -m hi > {}",
+        shell_words::quote(ROUTER),
+        shell_words::quote(out.to_str().unwrap())
+    );
+    // `script` gives the router a terminal on stderr (and stdin).
+    let run = run(std::process::Command::new("script")
+        .env(
+            "OPENCLAW_BIN",
+            shell_words::join([FAKE, "--scenario", "sleep", "--sleep", "0.5"]),
+        )
+        .args(["-qefc", &inner, "/dev/null"]));
+    assert!(
+        run.stdout
+            .contains("我正在通过 clawBot 处理复杂任务，可能需要几秒钟。"),
+        "terminal showed: {:?}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(out).unwrap(),
+        expected_line("thinking...\nECHO: hi\n")
+    );
+}
+
+// ---- 11, 12. Tool declaration and prompt (§2, §4) -------------------------
+
+#[test]
+fn tool_schema_files_match_the_binary() {
+    for format in ["openai", "anthropic", "mcp"] {
+        let run = run(router().args(["schema", "--format", format]));
+        assert_eq!(run.code, Some(0));
+        let path = format!("{}/tool-schemas/{format}.json", env!("CARGO_MANIFEST_DIR"));
+        if std::env::var_os("UPDATE_TOOL_SCHEMAS").is_some() {
+            std::fs::write(&path, &run.stdout).unwrap();
+        }
+        let file = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            file, run.stdout,
+            "{path} is stale: run `UPDATE_TOOL_SCHEMAS=1 cargo test --test router tool_schema`"
+        );
+    }
+}
+
+#[test]
+fn tool_schemas_have_each_hosts_shape() {
+    let schema = |format: &str| -> Value {
+        serde_json::from_str(&run(router().args(["schema", "--format", format])).stdout).unwrap()
+    };
+    let openai = schema("openai");
+    assert_eq!(openai["type"], "function");
+    assert_eq!(openai["function"]["name"], "clawbot_router");
+    let params = &openai["function"]["parameters"];
+    assert_eq!(params["required"], json!(["message"]));
+    assert_eq!(params["properties"]["agent"]["type"], "string");
+    assert!(
+        params["properties"]["message"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("要转交给 clawBot")
+    );
+    let anthropic = schema("anthropic");
+    assert_eq!(&anthropic["input_schema"], params);
+    let mcp = schema("mcp");
+    assert_eq!(&mcp["inputSchema"], params);
+    let description = mcp["description"].as_str().unwrap();
+    assert!(description.contains("本工具只在远端环境工作，不会直接操作当前用户电脑。"));
+    assert!(description.contains("never touches the user's computer"));
+}
+
+#[test]
+fn prompt_prints_the_guidance_in_both_languages() {
+    for (lang, file, announce) in [
+        (
+            "zh",
+            "clawbot_router.zh.md",
+            "我正在通过 clawBot 处理复杂任务，可能需要几秒钟。",
+        ),
+        (
+            "en",
+            "clawbot_router.en.md",
+            "I'm handing this to clawBot for a complex task; it may take a few seconds.",
+        ),
+    ] {
+        let run = run(router().args(["prompt", "--lang", lang]));
+        let path = format!("{}/prompts/{file}", env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(run.stdout, std::fs::read_to_string(path).unwrap());
+        assert!(
+            run.stdout.contains(announce),
+            "{lang} prompt lacks the announcement"
+        );
+    }
+}
