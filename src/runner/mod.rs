@@ -52,7 +52,7 @@ const LINGER: Duration = Duration::from_millis(200);
 /// After the last kill, how long to keep reading what is left in the pipe.
 const DRAIN: Duration = Duration::from_millis(300);
 /// How long a SIGKILLed leader may take to be reaped before we stop waiting.
-const REAP: Duration = Duration::from_millis(500);
+const REAP: Duration = Duration::from_millis(300);
 /// Read size; large reads keep the syscall count low on floods.
 const READ_CHUNK: usize = 64 * 1024;
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Router benchmarks, measured side by side in one run (ratios, medians).
+
+Usage: cargo build --release && python3 scripts/bench_router.py [--runs N]
+
+1. overhead: the router wrapping fake-openclaw vs running the fake directly
+   (target: <= 1 ms added).
+2. merged capture throughput: 1 GiB alternating stdout/stderr through the
+   router vs `fake 2>&1 | cat > /dev/null` (target >= 0.8x), and the
+   router's peak RSS meanwhile (target <= 16 MB).
+3. kill latency: deadline -> router returns, for a tree whose grandchild
+   ignores SIGTERM (target <= grace + 100 ms).
+Prints figures only; it asserts nothing (machines here are noisy).
+"""
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROUTER = os.path.join(ROOT, "target", "release", "clawbot_router")
+FAKE = os.path.join(ROOT, "target", "release", "fake-openclaw")
+
+
+def timed(argv, env=None, shell=False):
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, shell=shell, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def env_with(**kv):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CLAWBOT_ROUTER_", "FAKE_OPENCLAW_", "OPENCLAW_"))}
+    env.update(kv)
+    return env
+
+
+def overhead(runs):
+    env = env_with(OPENCLAW_BIN=FAKE)
+    argv = [FAKE, "agent", "--agent", "main", "--message", "hi"]
+    direct, routed, gnu = [], [], []
+    for _ in range(runs):  # interleaved, so drift hits all sides alike
+        direct.append(timed(argv))
+        routed.append(timed([ROUTER, "-m", "hi"], env=env))
+        gnu.append(timed(["timeout", "60"] + argv))
+    d, r, g = (statistics.median(x) for x in (direct, routed, gnu))
+    print(f"overhead: direct {d*1e3:.2f} ms, via router {r*1e3:.2f} ms, "
+          f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added; "
+          f"for scale, GNU timeout adds {(g-d)*1e3:.2f} ms")
+
+
+def throughput(runs):
+    size = 1 << 30
+    env = env_with(OPENCLAW_BIN=f"{FAKE} --scenario flood --bytes 1G")
+    pipe, routed = [], []
+    for _ in range(runs):
+        pipe.append(timed(f"{FAKE} --scenario flood --bytes 1G agent -m hi 2>&1 | cat > /dev/null", shell=True))
+        routed.append(timed([ROUTER, "-m", "hi", "--timeout", "600"], env=env))
+    p, r = statistics.median(pipe), statistics.median(routed)
+    print(f"throughput: 2>&1 | cat {size/p/1e9:.2f} GB/s, router {size/r/1e9:.2f} GB/s, "
+          f"ratio {p/r:.2f}x  target >= 0.8x")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = subprocess.run(["/usr/bin/time", "-f", "%M", ROUTER, "-m", "hi", "--timeout", "600"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rss_kib = int(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else before
+    print(f"router peak RSS during a 1 GiB flood: {rss_kib/1024:.1f} MiB  target <= 16 MB")
+
+
+def kill_latency(runs):
+    timeout, grace = 0.5, 0.5
+    env = env_with(OPENCLAW_BIN=f"{FAKE} --scenario grandchild",
+                   FAKE_OPENCLAW_HOLD_IGNORE_TERM="1")
+    lat = []
+    for _ in range(runs):
+        lat.append(timed([ROUTER, "-m", "hi", "--timeout", str(timeout), "--grace", str(grace)], env=env) - timeout)
+    m = statistics.median(lat)
+    print(f"kill latency (deadline -> router gone, grandchild ignores TERM): median {m*1e3:.0f} ms, "
+          f"max {max(lat)*1e3:.0f} ms; grace {grace*1e3:.0f} ms  target <= grace + 100 ms")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    for path in (ROUTER, FAKE):
+        if not os.access(path, os.X_OK):
+            sys.exit(f"{path} missing: run `cargo build --release` first")
+    overhead(max(args.runs * 10, 50))
+    throughput(args.runs)
+    kill_latency(args.runs)
+
+
+if __name__ == "__main__":
+    main()
