@@ -1,6 +1,8 @@
 //! Memory stays bounded whatever the child prints (issue 2, output §4).
 //! Its own test binary, so `RUSAGE_CHILDREN` sees only this router run.
 
+#![cfg(unix)]
+
 mod common;
 
 use common::*;

@@ -1,6 +1,8 @@
 //! The router end to end: the real binary against the fake openclaw, one
 //! test per row of issue 2's behaviour list (seed 002 §3).
 
+#![cfg(unix)]
+
 mod common;
 
 use std::time::Duration;
