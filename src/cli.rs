@@ -31,7 +31,7 @@ pub enum Command {
     },
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
-        #[arg(long, value_enum, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
+        #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
         lang: Lang,
     },
 }
@@ -87,7 +87,7 @@ pub struct CallArgs {
     pub max_output: usize,
 
     /// Language of the router's own messages.
-    #[arg(long, value_enum, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
+    #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
     pub lang: Lang,
 
     /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs.

@@ -35,10 +35,11 @@ impl Tree {
         self.child.wait().await
     }
 
-    /// Job members cannot be listed cheaply here; after a kill the job is
-    /// empty, before it we assume members may remain.
+    /// Job members are not listed here: until the job is terminated we
+    /// assume members may remain, so every run ends with the job terminated
+    /// (cheap, and it stops anything openclaw left behind).
     pub fn group_alive(&self) -> bool {
-        false
+        !self.killed
     }
 
     pub fn anything_alive(&self) -> bool {
