@@ -3,6 +3,7 @@
 
 mod app;
 mod cli;
+mod gateway;
 mod router;
 mod runner;
 mod schema;

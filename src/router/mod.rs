@@ -95,6 +95,7 @@ pub async fn call(
         timeout: options.timeout,
         grace: options.grace,
         max_output: options.max_output,
+        split_stderr: false,
     };
 
     let mut interrupt = None;

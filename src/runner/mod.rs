@@ -68,8 +68,12 @@ pub struct Spec {
     pub timeout: Duration,
     /// Time between the polite signal (SIGTERM) and SIGKILL.
     pub grace: Duration,
-    /// Bytes of output kept; the middle of anything longer is dropped.
+    /// Bytes of output kept (per stream when split); the middle of anything
+    /// longer is dropped.
     pub max_output: usize,
+    /// Capture stderr apart from stdout (for callers whose protocol reports
+    /// them separately). Off, both share one pipe and keep their order.
+    pub split_stderr: bool,
 }
 
 /// Why the run ended.
@@ -86,7 +90,10 @@ pub enum End {
 /// Everything a caller may want to know about a finished run.
 #[derive(Debug)]
 pub struct Outcome {
+    /// stdout and stderr merged, or stdout alone with `split_stderr`.
     pub output: Captured,
+    /// stderr, with `split_stderr`.
+    pub stderr: Option<Captured>,
     pub end: End,
     /// `None` when the child could not be reaped in time (it was SIGKILLed).
     pub status: Option<ExitStatus>,
@@ -131,22 +138,30 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     };
 
     let (reader, writer) = io::pipe().map_err(spawn_error)?;
-    let reader = platform::async_reader(reader).map_err(spawn_error)?;
+    let mut readers = vec![platform::async_reader(reader).map_err(spawn_error)?];
+    let stderr_writer = if spec.split_stderr {
+        let (reader, writer) = io::pipe().map_err(spawn_error)?;
+        readers.push(platform::async_reader(reader).map_err(spawn_error)?);
+        writer
+    } else {
+        writer.try_clone().map_err(spawn_error)?
+    };
     let mut cmd = tokio::process::Command::new(&spec.program);
     cmd.args(&spec.args)
         .stdin(Stdio::null())
-        .stdout(writer.try_clone().map_err(spawn_error)?)
-        .stderr(writer);
+        .stdout(writer)
+        .stderr(stderr_writer);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
     let tag = new_tag();
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_TAG_VAR, &tag);
-    // `spawn` consumes the command, closing our copies of the write end:
-    // from here on only the child's tree holds it, so EOF means they are done.
+    // `spawn` consumes the command, closing our copies of the write ends:
+    // from here on only the child's tree holds them, so EOF means they are
+    // done.
     let mut tree = platform::Tree::spawn(cmd, tag).map_err(spawn_error)?;
-    let mut pump = Pump::start(reader, spec.max_output);
+    let mut pump = Pump::start(readers, spec.max_output);
 
     tokio::pin!(cancel);
     let (end, mut status) = tokio::select! {
@@ -164,8 +179,10 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     pump.eof_by(Instant::now() + DRAIN).await;
     tree.disarm();
 
+    let mut captured = pump.finish().await.into_iter();
     Ok(Outcome {
-        output: pump.finish().await,
+        output: captured.next().unwrap_or_else(|| Capture::new(0).finish()),
+        stderr: captured.next(),
         end,
         status,
         duration: started.elapsed(),
@@ -203,69 +220,87 @@ async fn stop_tree(
     status
 }
 
-/// Reads the merged pipe in a task of its own, so the wait for the child and
-/// the wait for EOF can each be bounded separately.
+/// Reads each pipe in a task of its own, so the wait for the child and the
+/// wait for EOF can each be bounded separately.
 struct Pump {
+    readers: Vec<Reader>,
+}
+
+struct Reader {
     task: Option<JoinHandle<Capture>>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<Capture>,
 }
 
 impl Pump {
-    fn start<R>(mut reader: R, limit: usize) -> Self
+    fn start<R>(pipes: Vec<R>, limit: usize) -> Self
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
-        let (stop, mut stopped) = oneshot::channel();
-        let task = tokio::spawn(async move {
-            let mut capture = Capture::new(limit);
-            let mut buf = vec![0u8; READ_CHUNK];
-            loop {
-                tokio::select! {
-                    // Data already in the pipe wins over a stop request.
-                    biased;
-                    read = reader.read(&mut buf) => match read {
-                        Ok(0) => break,
-                        Ok(n) => capture.push(&buf[..n]),
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    },
-                    _ = &mut stopped => break,
+        let readers = pipes
+            .into_iter()
+            .map(|mut pipe| {
+                let (stop, mut stopped) = oneshot::channel();
+                let task = tokio::spawn(async move {
+                    let mut capture = Capture::new(limit);
+                    let mut buf = vec![0u8; READ_CHUNK];
+                    loop {
+                        tokio::select! {
+                            // Data already in the pipe wins over a stop request.
+                            biased;
+                            read = pipe.read(&mut buf) => match read {
+                                Ok(0) => break,
+                                Ok(n) => capture.push(&buf[..n]),
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => break,
+                            },
+                            _ = &mut stopped => break,
+                        }
+                    }
+                    capture
+                });
+                Reader {
+                    task: Some(task),
+                    stop: Some(stop),
+                    done: None,
                 }
-            }
-            capture
-        });
-        Self {
-            task: Some(task),
-            stop: Some(stop),
-            done: None,
-        }
+            })
+            .collect();
+        Self { readers }
     }
 
-    /// Waits for EOF until `by`; true if the pipe is closed.
+    /// Waits for EOF on every pipe until `by`; true if all are closed.
     async fn eof_by(&mut self, by: Instant) -> bool {
-        let Some(task) = self.task.as_mut() else {
-            return true;
-        };
-        match timeout_at(by, task).await {
-            Ok(joined) => {
-                self.done = joined.ok();
-                self.task = None;
-                true
+        let mut all = true;
+        for reader in &mut self.readers {
+            let Some(task) = reader.task.as_mut() else {
+                continue;
+            };
+            match timeout_at(by, task).await {
+                Ok(joined) => {
+                    reader.done = joined.ok();
+                    reader.task = None;
+                }
+                Err(_) => all = false,
             }
-            Err(_) => false,
         }
+        all
     }
 
-    /// Stops reading (if still reading) and hands over what was captured.
-    async fn finish(mut self) -> Captured {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+    /// Stops reading (where still reading) and hands over what was captured,
+    /// one per pipe.
+    async fn finish(self) -> Vec<Captured> {
+        let mut out = Vec::with_capacity(self.readers.len());
+        for mut reader in self.readers {
+            if let Some(stop) = reader.stop.take() {
+                let _ = stop.send(());
+            }
+            if let Some(task) = reader.task.take() {
+                reader.done = task.await.ok();
+            }
+            out.push(reader.done.unwrap_or_else(|| Capture::new(0)).finish());
         }
-        if let Some(task) = self.task.take() {
-            self.done = task.await.ok();
-        }
-        self.done.unwrap_or_else(|| Capture::new(0)).finish()
+        out
     }
 }
 
@@ -282,4 +317,60 @@ fn new_tag() -> String {
         COUNTER.fetch_add(1, Ordering::Relaxed),
         nanos
     )
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, split: bool) -> Spec {
+        Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: None,
+            env: vec![("GREETING".into(), "hi".into())],
+            timeout: Duration::from_secs(10),
+            grace: Duration::from_millis(200),
+            max_output: 1024,
+            split_stderr: split,
+        }
+    }
+
+    async fn run_now(spec: &Spec) -> Outcome {
+        run(spec, std::future::pending()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn split_capture_keeps_the_streams_apart() {
+        let outcome = run_now(&sh("echo out; echo err >&2; echo $GREETING", true)).await;
+        assert_eq!(outcome.output.head, "out\nhi\n");
+        assert_eq!(outcome.stderr.as_ref().unwrap().head, "err\n");
+        assert_eq!(outcome.exit_code(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn merged_capture_keeps_the_write_order() {
+        let outcome = run_now(&sh("echo 1; echo 2 >&2; echo 3; echo 4 >&2", false)).await;
+        assert_eq!(outcome.output.head, "1\n2\n3\n4\n");
+        assert!(outcome.stderr.is_none());
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_the_tree() {
+        let spec = sh("echo started; sleep 30", false);
+        let outcome = run(&spec, tokio::time::sleep(Duration::from_millis(300)))
+            .await
+            .unwrap();
+        assert_eq!(outcome.end, End::Cancelled);
+        assert_eq!(outcome.output.head, "started\n");
+        assert!(outcome.duration < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_error() {
+        let mut spec = sh("", false);
+        spec.program = "/nonexistent/program".into();
+        let err = run(&spec, std::future::pending()).await.unwrap_err();
+        assert_eq!(err.source.kind(), io::ErrorKind::NotFound);
+    }
 }

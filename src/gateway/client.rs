@@ -1,0 +1,194 @@
+//! One WebSocket connection to the gateway: the handshake (wait for
+//! `connect.challenge`, send `connect`, read `hello-ok` or the refusal),
+//! then typed frames in and out.
+//!
+//! Reconnecting, backoff and what a refusal means are the caller's business
+//! (the node loop): this module only reports precisely what happened. Every
+//! wait in the handshake is bounded.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use super::frames::{Challenge, ConnectParams, ErrorShape, Event, Frame, HelloOk, Request};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// OpenClaw's defaults, used until `hello-ok` says otherwise.
+const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
+const DEFAULT_TICK: Duration = Duration::from_secs(30);
+
+/// Why a connection attempt ended without `hello-ok`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot reach the gateway: {0}")]
+    Transport(String),
+    #[error("the gateway did not complete the handshake within {0:?}")]
+    Timeout(Duration),
+    #[error("the gateway closed the connection during the handshake")]
+    Closed,
+    #[error("the gateway refused the connection: {}: {}", .0.code, .0.message)]
+    Rejected(ErrorShape),
+    #[error("the gateway answered connect with something that is not hello-ok: {0}")]
+    Protocol(String),
+}
+
+/// An open, authenticated connection.
+pub struct Connection {
+    ws: Ws,
+    pub hello: HelloOk,
+    counter: u64,
+}
+
+/// Opens `url` and performs the handshake; `build` turns the challenge into
+/// the connect params (it signs the nonce).
+pub async fn open(
+    url: &str,
+    limit: Duration,
+    build: impl FnOnce(&Challenge) -> ConnectParams,
+) -> Result<Connection, ConnectError> {
+    tokio::time::timeout(limit, handshake(url, build))
+        .await
+        .map_err(|_| ConnectError::Timeout(limit))?
+}
+
+async fn handshake(
+    url: &str,
+    build: impl FnOnce(&Challenge) -> ConnectParams,
+) -> Result<Connection, ConnectError> {
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(64 << 20))
+        .max_frame_size(Some(64 << 20));
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
+        .await
+        .map_err(|e| ConnectError::Transport(e.to_string()))?;
+    let mut conn = Connection {
+        ws,
+        hello: HelloOk {
+            kind: String::new(),
+            protocol: 0,
+            auth: None,
+            policy: None,
+        },
+        counter: 0,
+    };
+    let challenge = loop {
+        match conn.recv().await {
+            Some(Frame::Event(Event { event, payload, .. })) if event == "connect.challenge" => {
+                break serde_json::from_value::<Challenge>(payload)
+                    .map_err(|e| ConnectError::Protocol(format!("bad challenge: {e}")))?;
+            }
+            Some(_) => continue,
+            None => return Err(ConnectError::Closed),
+        }
+    };
+    let params = build(&challenge);
+    let id = conn
+        .request("connect", serde_json::to_value(params).expect("plain data"))
+        .await
+        .map_err(|e| ConnectError::Transport(e.to_string()))?;
+    loop {
+        match conn.recv().await {
+            Some(Frame::Res(res)) if res.id == id => {
+                if !res.ok {
+                    return Err(ConnectError::Rejected(res.error.unwrap_or(ErrorShape {
+                        code: "UNKNOWN".into(),
+                        message: "connect failed without an error".into(),
+                        details: None,
+                        retryable: None,
+                    })));
+                }
+                let payload = res.payload.unwrap_or_default();
+                let hello: HelloOk = serde_json::from_value(payload)
+                    .map_err(|e| ConnectError::Protocol(e.to_string()))?;
+                if hello.kind != "hello-ok" {
+                    return Err(ConnectError::Protocol(format!("type {:?}", hello.kind)));
+                }
+                conn.hello = hello;
+                return Ok(conn);
+            }
+            Some(_) => continue,
+            None => return Err(ConnectError::Closed),
+        }
+    }
+}
+
+impl Connection {
+    /// Sends a request; its response arrives through [`Connection::recv`]
+    /// with the returned id. Ids look like OpenClaw's own: `N:uuid`.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<String, tokio_tungstenite::tungstenite::Error> {
+        self.counter += 1;
+        let id = format!("{}:{}", self.counter, uuid::Uuid::new_v4());
+        let frame = Frame::Req(Request {
+            id: id.clone(),
+            method: method.to_owned(),
+            params,
+        });
+        self.send_text(serde_json::to_string(&frame).expect("plain data"))
+            .await?;
+        Ok(id)
+    }
+
+    pub async fn send_text(
+        &mut self,
+        text: String,
+    ) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+        self.ws.send(Message::text(text)).await
+    }
+
+    /// The next frame; `None` once the connection is closed or broken.
+    /// Pings are answered by the WebSocket layer as a side effect of reading.
+    /// Text that is not a frame is skipped (the peer is not trusted to be
+    /// well-formed).
+    pub async fn recv(&mut self) -> Option<Frame> {
+        loop {
+            match self.ws.next().await? {
+                Ok(Message::Text(text)) => match serde_json::from_str::<Frame>(&text) {
+                    Ok(frame) => return Some(frame),
+                    Err(_) => continue,
+                },
+                Ok(Message::Close(_)) | Err(_) => return None,
+                Ok(_) => continue, // ping/pong/binary
+            }
+        }
+    }
+
+    /// Closes with a normal close frame, bounded.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.ws.close(None)).await;
+    }
+
+    /// The largest frame the gateway accepts.
+    pub fn max_payload(&self) -> usize {
+        self.hello
+            .policy
+            .as_ref()
+            .and_then(|p| p.max_payload)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(DEFAULT_MAX_PAYLOAD)
+    }
+
+    /// The gateway's tick interval; silence for twice this long means the
+    /// link is dead.
+    pub fn tick_interval(&self) -> Duration {
+        self.hello
+            .policy
+            .as_ref()
+            .and_then(|p| p.tick_interval_ms)
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_TICK)
+    }
+
+    pub fn device_token(&self) -> Option<&str> {
+        self.hello.auth.as_ref()?.device_token.as_deref()
+    }
+}
