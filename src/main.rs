@@ -7,6 +7,7 @@ mod gateway;
 mod router;
 mod runner;
 mod schema;
+mod tools;
 mod ui;
 
 fn main() -> std::process::ExitCode {

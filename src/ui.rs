@@ -55,3 +55,73 @@ impl Spinner {
         let _ = self.task.await;
     }
 }
+
+/// An approval question's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Once,
+    Always,
+    Deny,
+    NoAnswer,
+}
+
+/// Asks the user on the terminal, one question at a time.
+///
+/// Exists only when stdin and stderr are both terminals: a prompt nobody can
+/// see or answer must not block (that is how `dialoguer` hangs when stdin is
+/// not a terminal). Lines are read by one thread for the life of the
+/// process, so a question that timed out never swallows the next answer.
+pub struct Prompter {
+    lines: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+impl Prompter {
+    pub fn for_terminal() -> Option<Self> {
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            let mut line = String::new();
+            while stdin.read_line(&mut line).unwrap_or(0) > 0 {
+                if tx.send(std::mem::take(&mut line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(Self {
+            lines: tokio::sync::Mutex::new(rx),
+        })
+    }
+
+    /// Shows `what` and waits up to `wait` for o(nce) / a(lways) / d(eny).
+    pub async fn ask(&self, what: &str, wait: Duration) -> Answer {
+        let mut lines = self.lines.lock().await;
+        while lines.try_recv().is_ok() {} // typed before the question: not an answer
+        eprint!(
+            "\n[clawbot_router] OpenClaw wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
+        );
+        let answer = tokio::time::timeout(wait, async {
+            loop {
+                let Some(line) = lines.recv().await else {
+                    return Answer::Deny;
+                };
+                match line.trim().to_ascii_lowercase().as_str() {
+                    "o" | "once" | "y" | "yes" => return Answer::Once,
+                    "a" | "always" => return Answer::Always,
+                    "d" | "deny" | "n" | "no" => return Answer::Deny,
+                    _ => eprint!("  Please answer o, a or d: "),
+                }
+            }
+        })
+        .await
+        .unwrap_or(Answer::NoAnswer);
+        match answer {
+            Answer::NoAnswer => eprintln!("\n  (no answer in time: denied)"),
+            Answer::Deny => eprintln!("  denied"),
+            _ => eprintln!("  allowed"),
+        }
+        answer
+    }
+}

@@ -252,7 +252,10 @@ pub enum NodeEvent {
     PairResolved(PairResolved),
     /// Anything else (health, presence, voicewake, ...), or a known event
     /// whose payload did not parse (the reason is kept for logs).
-    Other { event: String, problem: Option<String> },
+    Other {
+        event: String,
+        problem: Option<String>,
+    },
 }
 
 impl From<Event> for NodeEvent {

@@ -206,9 +206,7 @@ impl TokenStore {
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let mut file = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)?;
+    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
@@ -321,7 +319,10 @@ mod tests {
         verify(&proof, &f).unwrap();
         assert_eq!(
             v3_payload(&proof.id, &f),
-            format!("v3|{}|node-host|node|node||1795306417355|t|n|linux|linux", proof.id)
+            format!(
+                "v3|{}|node-host|node|node||1795306417355|t|n|linux|linux",
+                proof.id
+            )
         );
     }
 

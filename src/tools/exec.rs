@@ -1,0 +1,425 @@
+//! Running programs for a remote agent: OpenClaw's own `system.run`,
+//! `system.run.prepare` and `system.which`, and the seed's `run_command` —
+//! all through the one process runner (tree kill, timeout, byte caps).
+//!
+//! The program is resolved to an absolute path *before* approval and that
+//! path is what runs, so "allow always" binds to the executable the user
+//! saw, whatever PATH the call sets. Variables that change how programs load
+//! (`LD_*`, `DYLD_*`, `NODE_OPTIONS`, `PYTHON*`, ...) are stripped from the
+//! call's environment.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::ToolError;
+use super::policy::{Call, Exec, Risk};
+use crate::runner::{self, End, Outcome};
+
+/// Time between SIGTERM and SIGKILL for agent commands.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// A program run, parsed and resolved, not yet approved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecRequest {
+    pub argv: Vec<String>,
+    pub executable: PathBuf,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// Variables the call asked for and did not get.
+    pub stripped: Vec<String>,
+    pub timeout: Duration,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SystemRun {
+    command: Vec<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    env: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CommandLine {
+    Argv(Vec<String>),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunCommand {
+    command: CommandLine,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// `system.run {command: argv, cwd?, env?, timeoutMs?}`.
+pub fn parse_system_run(
+    params: Value,
+    workspace: &Path,
+    limit: Duration,
+) -> Result<ExecRequest, ToolError> {
+    let p: SystemRun = serde_json::from_value(params).map_err(invalid)?;
+    let timeout = p
+        .timeout_ms
+        .map(Duration::from_millis)
+        .unwrap_or(limit)
+        .min(limit);
+    resolve(
+        p.command,
+        p.cwd,
+        p.env.unwrap_or_default(),
+        workspace,
+        timeout,
+    )
+}
+
+/// `run_command {command, args?, cwd?}`: `command` is an argv array, a
+/// program with `args`, or — alone — a shell command line run by `sh -c`.
+pub fn parse_run_command(
+    params: Value,
+    workspace: &Path,
+    limit: Duration,
+) -> Result<ExecRequest, ToolError> {
+    let p: RunCommand = serde_json::from_value(params).map_err(invalid)?;
+    let argv = match (p.command, p.args) {
+        (CommandLine::Argv(argv), None) => argv,
+        (CommandLine::Argv(mut argv), Some(args)) => {
+            argv.extend(args);
+            argv
+        }
+        (CommandLine::Text(program), Some(args)) => std::iter::once(program).chain(args).collect(),
+        (CommandLine::Text(line), None) => shell(line),
+    };
+    resolve(argv, p.cwd, Default::default(), workspace, limit)
+}
+
+#[cfg(unix)]
+fn shell(line: String) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), line]
+}
+
+#[cfg(not(unix))]
+fn shell(line: String) -> Vec<String> {
+    vec!["cmd.exe".into(), "/C".into(), line]
+}
+
+fn resolve(
+    argv: Vec<String>,
+    cwd: Option<String>,
+    env: std::collections::BTreeMap<String, String>,
+    workspace: &Path,
+    timeout: Duration,
+) -> Result<ExecRequest, ToolError> {
+    let Some(program) = argv.first().filter(|p| !p.trim().is_empty()) else {
+        return Err(ToolError::new(
+            "INVALID_PARAMS",
+            "command must name a program",
+        ));
+    };
+    if argv.iter().any(|a| a.contains('\0')) {
+        return Err(ToolError::new(
+            "INVALID_PARAMS",
+            "arguments cannot contain NUL bytes",
+        ));
+    }
+    let cwd = match cwd.filter(|c| !c.trim().is_empty()) {
+        None => workspace.to_path_buf(),
+        Some(dir) => {
+            let dir = workspace.join(dir); // an absolute dir replaces the workspace
+            if !dir.is_dir() {
+                return Err(ToolError::new(
+                    "INVALID_PARAMS",
+                    format!("cwd {} is not a directory", dir.display()),
+                ));
+            }
+            dir
+        }
+    };
+    let executable = which::which_in(program, std::env::var_os("PATH"), &cwd)
+        .map_err(|_| ToolError::new("NOT_FOUND", format!("program not found: {program}")))?;
+    let (stripped, env): (Vec<_>, Vec<_>) = env.into_iter().partition(|(k, _)| changes_loading(k));
+    Ok(ExecRequest {
+        argv,
+        executable,
+        cwd,
+        env,
+        stripped: stripped.into_iter().map(|(k, _)| k).collect(),
+        timeout,
+    })
+}
+
+/// Variables that make a program load or run other code than it would.
+pub fn changes_loading(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["LD_", "DYLD_", "PYTHON"]
+        .iter()
+        .any(|p| upper.starts_with(p))
+        || matches!(
+            upper.as_str(),
+            "NODE_OPTIONS"
+                | "NODE_PATH"
+                | "PERL5LIB"
+                | "PERL5OPT"
+                | "PERLLIB"
+                | "RUBYOPT"
+                | "RUBYLIB"
+                | "BASH_ENV"
+                | "ENV"
+                | "SHELLOPTS"
+                | "BASHOPTS"
+                | "PS4"
+                | "PROMPT_COMMAND"
+                | "IFS"
+                | "GCONV_PATH"
+                | "JAVA_TOOL_OPTIONS"
+                | "_JAVA_OPTIONS"
+                | "JDK_JAVA_OPTIONS"
+                | "GIT_EXEC_PATH"
+        )
+}
+
+impl ExecRequest {
+    /// The call as the policy and the user see it.
+    pub fn call(&self, command: &str) -> Call {
+        Call {
+            command: command.to_owned(),
+            risk: Risk::Risky,
+            summary: format!(
+                "{command}: {}  (in {})",
+                shell_words::join(&self.argv),
+                self.cwd.display()
+            ),
+            exec: Some(Exec {
+                executable: self.executable.clone(),
+                argv: self.argv.clone(),
+            }),
+        }
+    }
+
+    /// Runs it; stdout and stderr are captured apart, each within
+    /// `max_output` bytes.
+    pub async fn run(
+        &self,
+        max_output: usize,
+        cancel: impl std::future::Future<Output = ()>,
+    ) -> Result<Value, ToolError> {
+        let spec = runner::Spec {
+            program: self.executable.clone().into(),
+            args: self.argv.iter().skip(1).map(OsString::from).collect(),
+            cwd: Some(self.cwd.clone()),
+            env: self.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            timeout: self.timeout,
+            grace: GRACE,
+            max_output,
+            split_stderr: true,
+        };
+        match runner::run(&spec, cancel).await {
+            Ok(outcome) if outcome.end == End::Cancelled => Err(ToolError::new(
+                "CANCELLED",
+                "the invocation was cancelled and its process tree stopped",
+            )),
+            Ok(outcome) => Ok(self.result(&outcome)),
+            Err(e) => Ok(json!({
+                "exitCode": null, "timedOut": false, "success": false,
+                "stdout": "", "stderr": "", "error": format!("{}: {}", e, e.source),
+            })),
+        }
+    }
+
+    fn result(&self, outcome: &Outcome) -> Value {
+        let marker = |n: u64| format!("[clawbot_router] ... {n} bytes omitted ...");
+        let stderr = outcome.stderr.as_ref();
+        let truncated = outcome.output.truncated() || stderr.is_some_and(|s| s.truncated());
+        let timed_out = outcome.end == End::TimedOut;
+        let mut result = json!({
+            "exitCode": outcome.exit_code(),
+            "signal": outcome.signal(),
+            "timedOut": timed_out,
+            "success": outcome.exit_code() == Some(0) && !timed_out,
+            "stdout": outcome.output.join(marker),
+            "stderr": stderr.map(|s| s.join(marker)).unwrap_or_default(),
+            "error": timed_out.then(|| format!("timed out after {} ms", self.timeout.as_millis())),
+            "truncated": truncated,
+        });
+        if !self.stripped.is_empty() {
+            result["strippedEnv"] = json!(self.stripped);
+        }
+        result
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Prepare {
+    command: Vec<String>,
+    #[serde(default)]
+    raw_command: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    agent_id: Option<String>,
+    #[serde(default)]
+    session_key: Option<String>,
+}
+
+/// `system.run.prepare`: the plan OpenClaw shows and then hands back to
+/// `system.run`. Nothing runs here.
+pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
+    let p: Prepare = serde_json::from_value(params).map_err(invalid)?;
+    if p.command.first().is_none_or(|c| c.trim().is_empty()) {
+        return Err(ToolError::new(
+            "INVALID_PARAMS",
+            "command must name a program",
+        ));
+    }
+    let cwd = match p.cwd.filter(|c| !c.trim().is_empty()) {
+        Some(dir) => workspace.join(dir),
+        None => workspace.to_path_buf(),
+    };
+    let text = shell_words::join(&p.command);
+    Ok(json!({
+        "plan": {
+            "argv": p.command,
+            "cwd": cwd,
+            "commandText": text,
+            "commandPreview": p.raw_command.unwrap_or_else(|| text.clone()),
+            "agentId": p.agent_id,
+            "sessionKey": p.session_key,
+        }
+    }))
+}
+
+#[derive(Deserialize)]
+struct Which {
+    bins: Vec<String>,
+}
+
+/// `system.which {bins}` → `{bins: {name: path}}` for the names found.
+pub fn which(params: Value) -> Result<Value, ToolError> {
+    let p: Which = serde_json::from_value(params).map_err(invalid)?;
+    let found: serde_json::Map<String, Value> = p
+        .bins
+        .into_iter()
+        .filter_map(|bin| {
+            let path = which::which(&bin).ok()?;
+            Some((bin, Value::from(path.to_string_lossy().into_owned())))
+        })
+        .collect();
+    Ok(json!({ "bins": found }))
+}
+
+fn invalid(e: serde_json::Error) -> ToolError {
+    ToolError::new("INVALID_PARAMS", e.to_string())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn run_command_forms() {
+        let ws = Path::new("/tmp");
+        let argv = |v: Value| parse_run_command(v, ws, MINUTE).unwrap().argv;
+        assert_eq!(argv(json!({"command": ["ls", "-la"]})), ["ls", "-la"]);
+        assert_eq!(
+            argv(json!({"command": "ls", "args": ["-la"]})),
+            ["ls", "-la"]
+        );
+        assert_eq!(
+            argv(json!({"command": "ls | wc -l"})),
+            ["/bin/sh", "-c", "ls | wc -l"]
+        );
+    }
+
+    #[test]
+    fn loader_variables_are_stripped() {
+        let req = parse_system_run(
+            json!({"command": ["env"], "env": {"LD_PRELOAD": "/x.so", "NODE_OPTIONS": "-r x", "PYTHONPATH": "/x", "GREETING": "hi"}}),
+            Path::new("/tmp"),
+            MINUTE,
+        )
+        .unwrap();
+        assert_eq!(req.env, [("GREETING".to_string(), "hi".to_string())]);
+        assert_eq!(req.stripped, ["LD_PRELOAD", "NODE_OPTIONS", "PYTHONPATH"]);
+    }
+
+    #[test]
+    fn the_program_is_resolved_before_approval() {
+        let req = parse_system_run(
+            json!({"command": ["sh", "-c", "true"]}),
+            Path::new("/tmp"),
+            MINUTE,
+        )
+        .unwrap();
+        assert!(req.executable.is_absolute());
+        let call = req.call("system.run");
+        assert_eq!(call.exec.unwrap().executable, req.executable);
+        let missing = parse_system_run(
+            json!({"command": ["no-such-program-xyz"]}),
+            Path::new("/tmp"),
+            MINUTE,
+        );
+        assert_eq!(missing.unwrap_err().code, "NOT_FOUND");
+    }
+
+    #[test]
+    fn the_call_timeout_never_exceeds_the_invoke_timeout() {
+        let req = parse_system_run(
+            json!({"command": ["true"], "timeoutMs": 999_999}),
+            Path::new("/tmp"),
+            MINUTE,
+        )
+        .unwrap();
+        assert_eq!(req.timeout, MINUTE);
+    }
+
+    #[tokio::test]
+    async fn system_run_result_has_the_real_shape() {
+        let req = parse_system_run(
+            json!({"command": ["/bin/sh", "-c", "echo hello-from-node; echo oops >&2; exit 3"], "env": {"LD_PRELOAD": "x"}}),
+            Path::new("/tmp"),
+            MINUTE,
+        )
+        .unwrap();
+        let result = req.run(1024, std::future::pending()).await.unwrap();
+        assert_eq!(result["exitCode"], 3);
+        assert_eq!(result["success"], false);
+        assert_eq!(result["timedOut"], false);
+        assert_eq!(result["stdout"], "hello-from-node\n");
+        assert_eq!(result["stderr"], "oops\n");
+        assert_eq!(result["error"], Value::Null);
+        assert_eq!(result["strippedEnv"], json!(["LD_PRELOAD"]));
+    }
+
+    #[test]
+    fn which_reports_only_what_exists() {
+        let result = which(json!({"bins": ["sh", "nonexistentbin"]})).unwrap();
+        assert!(result["bins"]["sh"].as_str().unwrap().ends_with("/sh"));
+        assert!(result["bins"].get("nonexistentbin").is_none());
+    }
+
+    #[test]
+    fn prepare_returns_a_plan() {
+        let plan = prepare(
+            json!({"command": ["/bin/sh", "-lc", "echo hi"], "rawCommand": "echo hi", "agentId": "main", "sessionKey": "k"}),
+            Path::new("/work"),
+        )
+        .unwrap();
+        assert_eq!(plan["plan"]["argv"], json!(["/bin/sh", "-lc", "echo hi"]));
+        assert_eq!(plan["plan"]["cwd"], "/work");
+        assert_eq!(plan["plan"]["commandPreview"], "echo hi");
+    }
+}

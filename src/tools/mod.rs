@@ -1,0 +1,367 @@
+//! THE HANDS and their rules: the one tool executor every link to a remote
+//! agent uses. A command name and its JSON parameters come in; the executor
+//! parses them, classifies the call (safe / risky), asks the one policy,
+//! runs the handler, writes the audit line, and returns a JSON payload or a
+//! [`ToolError`] with a stable code.
+//!
+//! Must never panic on what an agent sends, never run a risky call the
+//! policy did not allow, and never let a file tool leave the workspace
+//! (every path goes through [`sandbox::Workspace`]).
+
+pub mod audit;
+mod error;
+pub mod exec;
+pub mod fs;
+pub mod policy;
+pub mod sandbox;
+pub mod system;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use error::ToolError;
+use policy::{Call, Decision, Policy, Risk};
+use sandbox::Workspace;
+
+/// Every command this node declares in `connect.commands`: OpenClaw's own
+/// (allowed by the gateway's default Linux allowlist) and the seed's tools
+/// (which the operator must add to `gateway.nodes.commands.allow`).
+pub const COMMANDS: &[&str] = &[
+    "system.run.prepare",
+    "system.run",
+    "system.which",
+    "read_file",
+    "list_files",
+    "search_files",
+    "read_config",
+    "validate_config",
+    "system_info",
+    "write_file",
+    "run_command",
+];
+
+/// Entries a listing or search returns at most.
+const MAX_ENTRIES: usize = 5_000;
+const MAX_MATCHES: usize = 500;
+
+/// The executor, shared by every invocation in flight.
+pub struct Tools {
+    workspace: Workspace,
+    policy: Policy,
+    audit: audit::Audit,
+}
+
+/// One invocation.
+pub struct Invocation<'a> {
+    pub id: &'a str,
+    pub command: &'a str,
+    pub params_json: Option<&'a str>,
+    /// What the caller waits at most; commands and approval questions fit
+    /// inside it.
+    pub timeout: Duration,
+    /// Bytes of content a result may carry (per stream for commands).
+    pub max_bytes: usize,
+    pub cancel: CancellationToken,
+}
+
+impl Tools {
+    pub fn new(workspace: Workspace, policy: Policy, audit: audit::Audit) -> Arc<Self> {
+        Arc::new(Self {
+            workspace,
+            policy,
+            audit,
+        })
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    pub async fn invoke(self: &Arc<Self>, inv: Invocation<'_>) -> Result<Value, ToolError> {
+        let started = Instant::now();
+        let mut decision = None;
+        let result = self.dispatch(&inv, &mut decision).await;
+        self.audit.record(&audit::Entry {
+            ts: audit::now_ms(),
+            invoke_id: inv.id,
+            command: inv.command,
+            params_sha256: audit::digest(inv.params_json.unwrap_or("")),
+            decision: decision
+                .map(|d: Decision| d.label())
+                .unwrap_or_else(|| "none".into()),
+            outcome: match &result {
+                Ok(_) => "ok".into(),
+                Err(e) => format!("error:{}", e.code),
+            },
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        result
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        inv: &Invocation<'_>,
+        decision: &mut Option<Decision>,
+    ) -> Result<Value, ToolError> {
+        let params = parse_params(inv.params_json)?;
+        let root = self.workspace.root().to_path_buf();
+        let max = inv.max_bytes;
+        let safe = |command: &str, what: String| Call {
+            command: command.to_owned(),
+            risk: Risk::Safe,
+            summary: what,
+            exec: None,
+        };
+        let call = match inv.command {
+            "system.which" => safe(inv.command, String::new()),
+            "system.run.prepare" => safe(inv.command, String::new()),
+            "read_file" | "list_files" | "search_files" | "read_config" | "validate_config"
+            | "system_info" => safe(inv.command, String::new()),
+            "write_file" => {
+                let p: fs::WriteFile = typed(&params)?;
+                Call {
+                    command: inv.command.to_owned(),
+                    risk: Risk::Risky,
+                    summary: format!("write_file: {} ({} bytes)", p.path, p.content.len()),
+                    exec: None,
+                }
+            }
+            "system.run" | "run_command" => {
+                let request = if inv.command == "system.run" {
+                    exec::parse_system_run(params.clone(), &root, inv.timeout)?
+                } else {
+                    exec::parse_run_command(params.clone(), &root, inv.timeout)?
+                };
+                let call = request.call(inv.command);
+                let verdict =
+                    cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
+                let allowed = matches!(verdict, Decision::Allowed(_));
+                *decision = Some(verdict.clone());
+                if !allowed {
+                    return Err(refusal(verdict));
+                }
+                return request.run(max, inv.cancel.cancelled()).await;
+            }
+            other => {
+                return Err(ToolError::new(
+                    "UNKNOWN_COMMAND",
+                    format!(
+                        "this node has no command {other:?}; it offers {}",
+                        COMMANDS.join(", ")
+                    ),
+                ));
+            }
+        };
+        let verdict = cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
+        *decision = Some(verdict.clone());
+        if !matches!(verdict, Decision::Allowed(_)) {
+            return Err(refusal(verdict));
+        }
+        // Commands stop their process tree themselves on cancel (TERM, grace,
+        // KILL); everything else is simply abandoned.
+        let work = async move {
+            match inv.command {
+                "system.which" => exec::which(params),
+                "system.run.prepare" => exec::prepare(params, &root),
+                "system_info" => Ok(system::system_info(&root).await),
+                "read_config" => self.blocking(move |_| system::read_config()).await,
+                "validate_config" => system::validate_config().await,
+                "read_file" => {
+                    let p = typed(&params)?;
+                    self.blocking(move |ws| fs::read_file(ws, p, max)).await
+                }
+                "list_files" => {
+                    let p = typed(&params)?;
+                    self.blocking(move |ws| fs::list_files(ws, p, MAX_ENTRIES))
+                        .await
+                }
+                "search_files" => {
+                    let p = typed(&params)?;
+                    self.blocking(move |ws| fs::search_files(ws, p, MAX_MATCHES))
+                        .await
+                }
+                "write_file" => {
+                    let p = typed(&params)?;
+                    self.blocking(move |ws| fs::write_file(ws, p)).await
+                }
+                _ => unreachable!("every command was classified above"),
+            }
+        };
+        cancellable(&inv.cancel, work).await?
+    }
+
+    /// File work runs on the blocking pool, never on the connection's thread.
+    async fn blocking(
+        self: &Arc<Self>,
+        work: impl FnOnce(&Workspace) -> Result<Value, ToolError> + Send + 'static,
+    ) -> Result<Value, ToolError> {
+        let tools = Arc::clone(self);
+        tokio::task::spawn_blocking(move || work(&tools.workspace))
+            .await
+            .unwrap_or_else(|e| Err(ToolError::new("IO_ERROR", format!("the tool failed: {e}"))))
+    }
+}
+
+async fn cancellable<T>(
+    cancel: &CancellationToken,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        value = work => Ok(value),
+        _ = cancel.cancelled() => Err(ToolError::new("CANCELLED", "the invocation was cancelled")),
+    }
+}
+
+/// `paramsJSON`: absent, blank or `null` means `{}`; anything but an object
+/// is refused.
+fn parse_params(text: Option<&str>) -> Result<Value, ToolError> {
+    let text = text
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("{}");
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Null) => Ok(Value::Object(Default::default())),
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ToolError::new(
+            "INVALID_PARAMS",
+            "paramsJSON must be a JSON object",
+        )),
+        Err(e) => Err(ToolError::new(
+            "INVALID_PARAMS",
+            format!("paramsJSON is not valid JSON: {e}"),
+        )),
+    }
+}
+
+fn typed<T: DeserializeOwned>(params: &Value) -> Result<T, ToolError> {
+    serde_json::from_value(params.clone())
+        .map_err(|e| ToolError::new("INVALID_PARAMS", e.to_string()))
+}
+
+fn refusal(decision: Decision) -> ToolError {
+    match decision {
+        Decision::Refused { code, message } => ToolError::new(code, message),
+        Decision::Allowed(_) => ToolError::new("INTERNAL", "refusal of an allowed call"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::Mode;
+
+    fn tools(dir: &std::path::Path, mode: Mode) -> Arc<Tools> {
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let state = dir.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        Tools::new(
+            Workspace::new(&ws).unwrap(),
+            Policy::new(mode, vec![], vec![], &state, None),
+            audit::Audit::open(&state),
+        )
+    }
+
+    async fn invoke(t: &Arc<Tools>, command: &str, params: &str) -> Result<Value, ToolError> {
+        t.invoke(Invocation {
+            id: "i1",
+            command,
+            params_json: Some(params),
+            timeout: Duration::from_secs(10),
+            max_bytes: 1 << 20,
+            cancel: CancellationToken::new(),
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn unknown_commands_and_bad_params_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tools(dir.path(), Mode::Deny);
+        assert_eq!(
+            invoke(&t, "format_disk", "{}").await.unwrap_err().code,
+            "UNKNOWN_COMMAND"
+        );
+        assert_eq!(
+            invoke(&t, "read_file", "{not json").await.unwrap_err().code,
+            "INVALID_PARAMS"
+        );
+        assert_eq!(
+            invoke(&t, "read_file", "[1]").await.unwrap_err().code,
+            "INVALID_PARAMS"
+        );
+        assert_eq!(
+            invoke(&t, "read_file", r#"{"path":5}"#)
+                .await
+                .unwrap_err()
+                .code,
+            "INVALID_PARAMS"
+        );
+    }
+
+    #[tokio::test]
+    async fn writes_need_approval_and_reads_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tools(dir.path(), Mode::Deny);
+        let refused = invoke(&t, "write_file", r#"{"path":"a.txt","content":"x"}"#).await;
+        assert_eq!(refused.unwrap_err().code, "USER_REJECTED");
+        assert!(!dir.path().join("ws/a.txt").exists());
+        std::fs::write(dir.path().join("ws/b.txt"), "hello").unwrap();
+        let read = invoke(&t, "read_file", r#"{"path":"b.txt"}"#)
+            .await
+            .unwrap();
+        assert_eq!(read["content"], "hello");
+    }
+
+    #[tokio::test]
+    async fn every_invocation_is_audited() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tools(dir.path(), Mode::Deny);
+        let _ = invoke(&t, "run_command", r#"{"command":["true"]}"#).await;
+        let _ = invoke(&t, "system.which", r#"{"bins":["sh"]}"#).await;
+        let log = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+        let lines: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["command"], "run_command");
+        assert_eq!(lines[0]["decision"], "refused:USER_REJECTED");
+        assert_eq!(lines[0]["outcome"], "error:USER_REJECTED");
+        assert_eq!(
+            lines[0]["paramsSha256"],
+            audit::digest(r#"{"command":["true"]}"#)
+        );
+        assert_eq!(lines[1]["decision"], "allowed:safe");
+        assert_eq!(lines[1]["outcome"], "ok");
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_a_running_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tools(dir.path(), Mode::Allow);
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            c2.cancel();
+        });
+        let started = Instant::now();
+        let result = t
+            .invoke(Invocation {
+                id: "i",
+                command: "run_command",
+                params_json: Some(r#"{"command":["sleep","30"]}"#),
+                timeout: Duration::from_secs(60),
+                max_bytes: 1024,
+                cancel,
+            })
+            .await;
+        assert_eq!(result.unwrap_err().code, "CANCELLED");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,427 @@
+//! The one approval policy every link to a remote agent goes through (seeds
+//! 000 §6, 001, 003 "airlock"): each call is safe, risky or forbidden, and a
+//! risky call runs only when something approved it.
+//!
+//! Order of rules, first match wins:
+//! 1. forbidden — `--deny-command`, or a built-in rule (privilege escalation,
+//!    wiping the disk, powering off) — always refused (`FORBIDDEN`);
+//! 2. safe (reads) — run;
+//! 3. pre-approved — `--allow-command NAME` matching the command or the
+//!    executable's name — run;
+//! 4. "allow always" remembered in the state directory, bound to the
+//!    command and, for commands, to the resolved executable and argv — run;
+//! 5. `--approval allow` runs, `deny` refuses, `ask` asks on the terminal —
+//!    only when stdin and stderr are terminals, else refuses
+//!    (`USER_REJECTED`).
+//!
+//! The built-in rules are a guard rail against an agent's obvious
+//! mistakes, not a sandbox: a shell script can always hide what it runs.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gateway::identity::write_private;
+use crate::ui::{Answer, Prompter};
+
+const APPROVALS_FILE: &str = "approvals.json";
+
+/// Risk class of a command (seed 003's airlock levels 0 and 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Risk {
+    /// Reads: auto-execute.
+    Safe,
+    /// Writes and execution: need approval.
+    Risky,
+}
+
+/// `--approval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Ask,
+    Deny,
+    Allow,
+}
+
+/// One call as the policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub command: String,
+    pub risk: Risk,
+    /// What the user is shown: the command and its arguments, one line.
+    pub summary: String,
+    /// Set for calls that run a program: what "allow always" binds to.
+    pub exec: Option<Exec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exec {
+    pub executable: PathBuf,
+    pub argv: Vec<String>,
+}
+
+/// Why a call may run, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allowed(&'static str),
+    Refused { code: &'static str, message: String },
+}
+
+impl Decision {
+    /// A short label for the audit log.
+    pub fn label(&self) -> String {
+        match self {
+            Decision::Allowed(why) => format!("allowed:{why}"),
+            Decision::Refused { code, .. } => format!("refused:{code}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Remembered {
+    command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exec: Option<Exec>,
+}
+
+pub struct Policy {
+    mode: Mode,
+    allow: Vec<String>,
+    deny: Vec<String>,
+    approvals: PathBuf,
+    remembered: Mutex<Vec<Remembered>>,
+    prompter: Option<Prompter>,
+}
+
+impl Policy {
+    pub fn new(
+        mode: Mode,
+        allow: Vec<String>,
+        deny: Vec<String>,
+        state_dir: &Path,
+        prompter: Option<Prompter>,
+    ) -> Self {
+        let approvals = state_dir.join(APPROVALS_FILE);
+        let remembered = std::fs::read(&approvals)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Self {
+            mode,
+            allow,
+            deny,
+            approvals,
+            remembered: Mutex::new(remembered),
+            prompter,
+        }
+    }
+
+    /// Decides `call`; a question on the terminal waits at most `wait`.
+    pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
+        if let Some(name) = self.matches(&self.deny, call) {
+            return Decision::Refused {
+                code: "FORBIDDEN",
+                message: format!(
+                    "{} is forbidden on this node (--deny-command {name})",
+                    call.command
+                ),
+            };
+        }
+        if let Some(rule) = call.exec.as_ref().and_then(builtin_forbidden) {
+            return Decision::Refused {
+                code: "FORBIDDEN",
+                message: format!("{} is forbidden on this node: {rule}", call.command),
+            };
+        }
+        if call.risk == Risk::Safe {
+            return Decision::Allowed("safe");
+        }
+        if self.matches(&self.allow, call).is_some() {
+            return Decision::Allowed("allow-command");
+        }
+        if self.is_remembered(call) {
+            return Decision::Allowed("always");
+        }
+        match self.mode {
+            Mode::Allow => Decision::Allowed("approval-allow"),
+            Mode::Deny => rejected("the node's approval policy is deny"),
+            Mode::Ask => match &self.prompter {
+                None => rejected(
+                    "no terminal to ask for approval (run the node with --approval allow or --allow-command NAME to pre-approve)",
+                ),
+                Some(prompter) => match prompter.ask(&call.summary, wait).await {
+                    Answer::Once => Decision::Allowed("user-once"),
+                    Answer::Always => {
+                        self.remember(call);
+                        Decision::Allowed("user-always")
+                    }
+                    Answer::Deny => rejected("User declined to execute this operation"),
+                    Answer::NoAnswer => rejected("no answer from the user in time"),
+                },
+            },
+        }
+    }
+
+    /// The first name in `names` that is the command or its executable.
+    fn matches<'a>(&self, names: &'a [String], call: &Call) -> Option<&'a str> {
+        let program = call.exec.as_ref().and_then(|e| program_name(&e.executable));
+        names
+            .iter()
+            .find(|n| **n == call.command || Some(n.as_str()) == program.as_deref())
+            .map(String::as_str)
+    }
+
+    fn key(call: &Call) -> Remembered {
+        Remembered {
+            command: call.command.clone(),
+            exec: call.exec.clone(),
+        }
+    }
+
+    fn is_remembered(&self, call: &Call) -> bool {
+        let key = Self::key(call);
+        self.remembered
+            .lock()
+            .map(|r| r.contains(&key))
+            .unwrap_or(false)
+    }
+
+    fn remember(&self, call: &Call) {
+        let Ok(mut remembered) = self.remembered.lock() else {
+            return;
+        };
+        remembered.push(Self::key(call));
+        if let Err(e) = save(&self.approvals, &remembered) {
+            eprintln!("[clawbot_router] cannot save the approval: {e}");
+        }
+    }
+}
+
+fn save(path: &Path, remembered: &[Remembered]) -> io::Result<()> {
+    write_private(path, &serde_json::to_vec_pretty(remembered)?)
+}
+
+fn rejected(message: &str) -> Decision {
+    Decision::Refused {
+        code: "USER_REJECTED",
+        message: message.to_owned(),
+    }
+}
+
+fn program_name(path: &Path) -> Option<String> {
+    Some(path.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Programs no remote agent may run here.
+const FORBIDDEN_PROGRAMS: &[&str] = &[
+    "sudo", "su", "doas", "pkexec", "shutdown", "reboot", "poweroff", "halt", "mkfs",
+];
+
+/// The built-in rule `exec` breaks, if any. Shell scripts (`sh -c ...`) are
+/// checked word by word as well.
+fn builtin_forbidden(exec: &Exec) -> Option<String> {
+    let mut words: Vec<String> = exec.argv.clone();
+    if let Some(script) = shell_script(&exec.argv) {
+        words.extend(
+            script
+                .split(|c: char| {
+                    c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`')
+                })
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    let program = program_name(&exec.executable).unwrap_or_default();
+    for word in std::iter::once(program.as_str()).chain(words.iter().map(String::as_str)) {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        if FORBIDDEN_PROGRAMS
+            .iter()
+            .any(|f| name == *f || (*f == "mkfs" && name.starts_with("mkfs.")))
+        {
+            return Some(format!("{name} is never run for a remote agent"));
+        }
+    }
+    let recursive_rm = words.windows(2).any(|w| {
+        w[0].rsplit('/').next() == Some("rm") && w[1].starts_with('-') && w[1].contains(['r', 'R'])
+    });
+    let root_target = words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "/" | "/*" | "~" | "~/" | "$HOME" | "/home" | "/usr" | "/etc"
+        )
+    });
+    if recursive_rm && root_target {
+        return Some("recursive rm of a system or home directory".into());
+    }
+    None
+}
+
+/// The script of `sh -c SCRIPT` (and bash, zsh, dash), if that is what runs.
+fn shell_script(argv: &[String]) -> Option<&str> {
+    let shell = argv.first()?.rsplit('/').next()?;
+    if !matches!(shell, "sh" | "bash" | "zsh" | "dash" | "ksh") {
+        return None;
+    }
+    let at = argv
+        .iter()
+        .position(|a| a.starts_with('-') && a.contains('c'))?;
+    argv.get(at + 1).map(String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec_call(argv: &[&str]) -> Call {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        Call {
+            command: "run_command".into(),
+            risk: Risk::Risky,
+            summary: argv.join(" "),
+            exec: Some(Exec {
+                executable: PathBuf::from(format!("/usr/bin/{}", argv[0])),
+                argv,
+            }),
+        }
+    }
+
+    fn policy(mode: Mode, allow: &[&str], deny: &[&str], dir: &Path) -> Policy {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        Policy::new(mode, owned(allow), owned(deny), dir, None)
+    }
+
+    async fn decide(p: &Policy, call: &Call) -> Decision {
+        p.decide(call, Duration::from_millis(10)).await
+    }
+
+    #[tokio::test]
+    async fn reads_run_without_approval() {
+        let dir = tempfile::tempdir().unwrap();
+        let call = Call {
+            command: "read_file".into(),
+            risk: Risk::Safe,
+            summary: "read_file notes.md".into(),
+            exec: None,
+        };
+        assert_eq!(
+            decide(&policy(Mode::Deny, &[], &[], dir.path()), &call).await,
+            Decision::Allowed("safe")
+        );
+    }
+
+    #[tokio::test]
+    async fn risky_calls_without_a_terminal_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = decide(
+            &policy(Mode::Ask, &[], &[], dir.path()),
+            &exec_call(&["ls"]),
+        )
+        .await;
+        assert!(
+            matches!(
+                d,
+                Decision::Refused {
+                    code: "USER_REJECTED",
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn deny_and_allow_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let call = exec_call(&["ls"]);
+        assert!(matches!(
+            decide(&policy(Mode::Deny, &[], &[], dir.path()), &call).await,
+            Decision::Refused {
+                code: "USER_REJECTED",
+                ..
+            }
+        ));
+        assert_eq!(
+            decide(&policy(Mode::Allow, &[], &[], dir.path()), &call).await,
+            Decision::Allowed("approval-allow")
+        );
+    }
+
+    #[tokio::test]
+    async fn allow_command_pre_approves_by_command_or_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let call = exec_call(&["ls", "-la"]);
+        for name in ["run_command", "ls"] {
+            assert_eq!(
+                decide(&policy(Mode::Deny, &[name], &[], dir.path()), &call).await,
+                Decision::Allowed("allow-command")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn deny_command_wins_over_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = decide(
+            &policy(Mode::Allow, &["curl"], &["curl"], dir.path()),
+            &exec_call(&["curl", "x"]),
+        )
+        .await;
+        assert!(
+            matches!(
+                d,
+                Decision::Refused {
+                    code: "FORBIDDEN",
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn builtin_rules_forbid_escalation_and_wiping() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = policy(Mode::Allow, &[], &[], dir.path());
+        for argv in [
+            &["sudo", "ls"][..],
+            &["sh", "-c", "echo hi && sudo rm x"],
+            &["rm", "-rf", "/"],
+            &["bash", "-lc", "rm -fr ~"],
+            &["mkfs.ext4", "/dev/sda"],
+        ] {
+            let d = decide(&p, &exec_call(argv)).await;
+            assert!(
+                matches!(
+                    d,
+                    Decision::Refused {
+                        code: "FORBIDDEN",
+                        ..
+                    }
+                ),
+                "{argv:?}: {d:?}"
+            );
+        }
+        for argv in [&["rm", "-rf", "build"][..], &["sh", "-c", "ls -la /"]] {
+            assert_eq!(
+                decide(&p, &exec_call(argv)).await,
+                Decision::Allowed("approval-allow")
+            );
+        }
+    }
+
+    #[test]
+    fn always_is_remembered_per_executable_and_argv() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = policy(Mode::Deny, &[], &[], dir.path());
+        let call = exec_call(&["ls", "-la"]);
+        p.remember(&call);
+        assert!(p.is_remembered(&call));
+        assert!(!p.is_remembered(&exec_call(&["ls", "-R"])));
+        // and it survives a restart
+        let again = policy(Mode::Deny, &[], &[], dir.path());
+        assert!(again.is_remembered(&call));
+    }
+}
