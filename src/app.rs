@@ -9,12 +9,12 @@ use std::io::{IsTerminal, Read, Write};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use crate::cli::{CallArgs, Cli, Command};
+use crate::cli::{CallArgs, Cli, Command, NodeArgs};
 use crate::router::messages::Lang;
 use crate::router::request::{self, RequestError};
 use crate::router::result::Status;
 use crate::router::{self, Interrupt};
-use crate::{schema, ui};
+use crate::{node, schema, ui};
 
 /// The most `--args-json -` reads from stdin (a 4 MiB message, escaped).
 const MAX_STDIN_ARGS: u64 = 64 * 1024 * 1024;
@@ -26,18 +26,45 @@ pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
 pub async fn run(args: Vec<OsString>) -> u8 {
     match Cli::try_parse_from(&args) {
         Ok(Cli {
+            command: Some(Command::Node(args)),
+            ..
+        }) => node::run(node_options(args)).await,
+        Ok(Cli {
             command: Some(command),
             ..
         }) => {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => prompt(lang).to_owned(),
+                Command::Node(_) => unreachable!("handled above"),
             };
             print(&text);
             0
         }
         Ok(Cli { call, .. }) => router_call(call).await,
         Err(e) => clap_error(e, &args),
+    }
+}
+
+fn node_options(args: NodeArgs) -> node::Options {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let state_dir = args.state_dir.unwrap_or_else(|| {
+        std::env::var_os("XDG_STATE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| home.map(|h| h.join(".local").join("state")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("clawbot_router")
+    });
+    node::Options {
+        gateway: args.gateway,
+        token: args.token.filter(|t| !t.trim().is_empty()),
+        display_name: args.display_name,
+        state_dir,
+        workspace: args.workspace.unwrap_or_else(|| ".".into()),
+        approval: args.approval,
+        allow: args.allow,
+        deny: args.deny,
     }
 }
 
@@ -98,7 +125,7 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         .collect();
     if matches!(
         words.first().map(String::as_str),
-        Some("schema" | "prompt" | "help")
+        Some("schema" | "prompt" | "node" | "help")
     ) {
         let _ = e.print();
         return 2;

@@ -29,11 +29,60 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = SchemaFormat::Openai)]
         format: SchemaFormat,
     },
+    /// Serve this machine to an OpenClaw gateway as a node.
+    Node(NodeArgs),
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
         lang: Lang,
     },
+}
+
+/// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// The gateway's WebSocket URL.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OPENCLAW_GATEWAY_URL",
+        default_value = "ws://127.0.0.1:18789"
+    )]
+    pub gateway: String,
+
+    /// The gateway's shared token (once paired, the device token it issues is used).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "OPENCLAW_GATEWAY_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+
+    /// The name operators see (default: the hostname).
+    #[arg(long, value_name = "NAME")]
+    pub display_name: Option<String>,
+
+    /// Where the device identity, tokens, approvals and audit log live
+    /// (default: $XDG_STATE_HOME/clawbot_router or ~/.local/state/clawbot_router).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+
+    /// The directory file tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+
+    /// What to do with risky calls (writes, commands) nothing pre-approved.
+    #[arg(long, value_enum, default_value_t = crate::tools::policy::Mode::Ask)]
+    pub approval: crate::tools::policy::Mode,
+
+    /// Pre-approve a command (e.g. `write_file`) or a program (e.g. `ls`); repeatable.
+    #[arg(long = "allow-command", value_name = "NAME")]
+    pub allow: Vec<String>,
+
+    /// Forbid a command or a program; repeatable; wins over everything.
+    #[arg(long = "deny-command", value_name = "NAME")]
+    pub deny: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

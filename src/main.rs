@@ -4,6 +4,7 @@
 mod app;
 mod cli;
 mod gateway;
+mod node;
 mod router;
 mod runner;
 mod schema;

@@ -62,7 +62,7 @@ pub enum Answer {
     Once,
     Always,
     Deny,
-    NoAnswer,
+    TimedOut,
 }
 
 /// Asks the user on the terminal, one question at a time.
@@ -116,9 +116,9 @@ impl Prompter {
             }
         })
         .await
-        .unwrap_or(Answer::NoAnswer);
+        .unwrap_or(Answer::TimedOut);
         match answer {
-            Answer::NoAnswer => eprintln!("\n  (no answer in time: denied)"),
+            Answer::TimedOut => eprintln!("\n  (no answer in time: denied)"),
             Answer::Deny => eprintln!("  denied"),
             _ => eprintln!("  allowed"),
         }

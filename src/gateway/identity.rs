@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -146,7 +146,9 @@ pub fn v3_payload(device_id: &str, f: &SignedFields<'_>) -> String {
 
 /// Checks a `connect.device` block against the fields it claims to sign:
 /// what the gateway does, and what our tests do with recorded frames.
+#[cfg(test)]
 pub fn verify(proof: &DeviceProof, fields: &SignedFields<'_>) -> Result<(), String> {
+    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
     let public: [u8; 32] = URL_SAFE_NO_PAD
         .decode(&proof.public_key)
         .ok()

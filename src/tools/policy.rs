@@ -159,7 +159,7 @@ impl Policy {
                         Decision::Allowed("user-always")
                     }
                     Answer::Deny => rejected("User declined to execute this operation"),
-                    Answer::NoAnswer => rejected("no answer from the user in time"),
+                    Answer::TimedOut => rejected("no answer from the user in time"),
                 },
             },
         }

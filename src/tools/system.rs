@@ -189,12 +189,10 @@ fn redact(text: &str) -> String {
 /// Length of the `//` or `/* */` comment `text` starts with.
 fn comment_len(text: &str) -> Option<usize> {
     if text.starts_with("//") {
-        Some(text.find('\n').unwrap_or(text.len()))
-    } else if text.starts_with("/*") {
-        Some(text[2..].find("*/").map(|i| i + 4).unwrap_or(text.len()))
-    } else {
-        None
+        return Some(text.find('\n').unwrap_or(text.len()));
     }
+    text.strip_prefix("/*")
+        .map(|body| body.find("*/").map(|i| i + 4).unwrap_or(text.len()))
 }
 
 /// Length of the quoted string `text` starts with (to the end if unclosed).
@@ -234,7 +232,7 @@ pub async fn validate_config() -> Result<Value, ToolError> {
     }))
 }
 
-fn hostname() -> Option<String> {
+pub fn hostname() -> Option<String> {
     #[cfg(unix)]
     {
         let mut buf = [0u8; 256];

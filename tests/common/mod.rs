@@ -2,6 +2,8 @@
 //! clean environment and a watchdog, and read what they printed.
 #![allow(dead_code)]
 
+pub mod gateway;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,695 @@
+//! `clawbot_router node` against a fake gateway speaking protocol v4: one
+//! test per bullet of issue 3 (connection, pairing, reconnects, commands,
+//! policy, limits).
+
+#![cfg(unix)]
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::gateway::{Config, FakeGateway, TOKEN};
+use serde_json::{Value, json};
+
+const LONG: Duration = Duration::from_secs(15);
+
+/// The node binary, its directories, and what it printed.
+struct Node {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn start(url: &str, args: &[&str]) -> Node {
+        Self::start_in(tempfile::tempdir().unwrap(), url, args)
+    }
+
+    fn start_in(dir: tempfile::TempDir, url: &str, args: &[&str]) -> Node {
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let mut cmd = common::router();
+        cmd.args(["node", "--gateway", url, "--display-name", "test-node"])
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("--workspace")
+            .arg(dir.path().join("ws"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Node { child, stderr, dir }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    async fn wait_stderr(&self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.stderr().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "node never printed {needle:?}; it printed:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn device_id(&self) -> String {
+        let identity: Value = serde_json::from_slice(
+            &std::fs::read(self.state().join("device-identity.json")).unwrap(),
+        )
+        .unwrap();
+        identity["deviceId"].as_str().unwrap().to_owned()
+    }
+
+    fn signal(&self, sig: i32) {
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    async fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node did not exit; it printed:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A gateway and a node connected to it with `args`.
+async fn connected(config: Config, args: &[&str]) -> (FakeGateway, Node) {
+    let gw = FakeGateway::start(config).await;
+    let mut all = vec!["--token", TOKEN];
+    all.extend(args);
+    let node = Node::start(&gw.url(), &all);
+    gw.wait_hellos(1, LONG).await;
+    (gw, node)
+}
+
+fn payload(result: &Value) -> Value {
+    assert_eq!(result["ok"], true, "{result}");
+    serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap()
+}
+
+fn error_code(result: &Value) -> String {
+    assert_eq!(result["ok"], false, "{result}");
+    result["error"]["code"].as_str().unwrap().to_owned()
+}
+
+// ---- Connection ---------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_is_signed_and_declares_the_node() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let connect = &gw.connects()[0];
+    assert_eq!(
+        gw.signatures_ok(),
+        [true],
+        "the gateway could not verify the v3 signature"
+    );
+    assert_eq!(connect["role"], "node");
+    assert_eq!(connect["scopes"], json!([]));
+    assert_eq!(connect["client"]["id"], "node-host");
+    assert_eq!(connect["client"]["mode"], "node");
+    assert_eq!(connect["client"]["displayName"], "test-node");
+    assert_eq!(connect["minProtocol"], 3);
+    assert_eq!(connect["maxProtocol"], 4);
+    assert_eq!(connect["auth"]["token"], TOKEN);
+    assert_eq!(connect["device"]["id"], node.device_id());
+    let commands: Vec<&str> = connect["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for c in [
+        "system.run.prepare",
+        "system.run",
+        "system.which",
+        "read_file",
+        "list_files",
+        "search_files",
+        "read_config",
+        "validate_config",
+        "system_info",
+        "write_file",
+        "run_command",
+    ] {
+        assert!(commands.contains(&c), "{c} not declared");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(node.state().join("device-identity.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_device_token_is_saved_and_used_on_reconnect() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let issued = gw.device_token(&node.device_id()).unwrap();
+    gw.drop_connection();
+    gw.wait_hellos(2, LONG).await;
+    let connects = gw.connects();
+    assert_eq!(connects[1]["auth"]["token"], issued.as_str());
+    assert_eq!(
+        connects[1]["device"]["id"], connects[0]["device"]["id"],
+        "the identity changed"
+    );
+    assert_eq!(gw.signatures_ok(), [true, true]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_device_token_falls_back_to_the_shared_token() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    gw.revoke_device_tokens();
+    gw.drop_connection();
+    gw.wait_hellos(2, LONG).await;
+    let connects = gw.connects();
+    assert_ne!(
+        connects[1]["auth"]["token"], TOKEN,
+        "the second connect should try the device token"
+    );
+    assert_eq!(connects.last().unwrap()["auth"]["token"], TOKEN);
+    node.wait_stderr("forgetting it", LONG).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn websocket_pings_are_answered() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    gw.ping();
+    gw.wait_pongs(1, LONG).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_ticks_of_silence_count_as_a_dead_link() {
+    let config = Config {
+        tick_ms: 300,
+        ..Config::default()
+    };
+    let (gw, node) = connected(config, &[]).await;
+    gw.fall_silent();
+    node.wait_stderr("no word from the gateway", LONG).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_events_and_garbage_frames_are_ignored() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    gw.send_raw("not json at all");
+    gw.send_raw(r#"{"type":"mystery","x":1}"#);
+    gw.send_event("voicewake.changed", json!({"triggers": ["openclaw"]}));
+    gw.send_event("node.invoke.request", json!({"id": 42}));
+    let r = gw.invoke("system.which", json!({"bins": ["sh"]})).await;
+    assert!(payload(&r)["bins"]["sh"].as_str().unwrap().ends_with("/sh"));
+}
+
+// ---- Pairing -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pairing_required_prints_the_operator_command_and_retries() {
+    let gw = FakeGateway::start(Config {
+        manual_pairing: true,
+        ..Config::default()
+    })
+    .await;
+    let node = Node::start(&gw.url(), &["--token", TOKEN]);
+    node.wait_stderr("openclaw devices approve ", LONG).await;
+    let device = node.device_id();
+    let request = gw.pair_request(&device).unwrap();
+    assert!(
+        node.stderr()
+            .contains(&format!("openclaw devices approve {request}"))
+    );
+    gw.approve_device(&device);
+    gw.wait_hellos(1, LONG).await;
+    let refusals = gw.connects().len() - 1;
+    assert!(refusals >= 1);
+    // one announcement, however many retries
+    assert_eq!(node.stderr().matches("openclaw devices approve").count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_command_surface_prints_the_nodes_approve_hint() {
+    let (gw, node) = connected(
+        Config {
+            surface_pending: true,
+            ..Config::default()
+        },
+        &[],
+    )
+    .await;
+    node.wait_stderr("openclaw nodes approve surface-req-1", LONG)
+        .await;
+    gw.approve_surface(&node.device_id());
+    node.wait_stderr("pairing request surface-req-1 approved", LONG)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_token_stops_with_a_clear_message() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = Node::start(&gw.url(), &["--token", "wrong-token"]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    assert!(
+        node.stderr().contains("AUTH_TOKEN_MISMATCH"),
+        "{}",
+        node.stderr()
+    );
+    assert!(node.stderr().contains("--token"), "{}", node.stderr());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_token_stops_with_a_clear_message() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = Node::start(&gw.url(), &[]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    assert!(
+        node.stderr().contains("OPENCLAW_GATEWAY_TOKEN"),
+        "{}",
+        node.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_token_comes_from_the_environment() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let mut cmd = common::router();
+    let mut child = cmd
+        .args(["node", "--gateway", &gw.url(), "--state-dir"])
+        .arg(dir.path().join("state"))
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
+        .env("OPENCLAW_GATEWAY_TOKEN", TOKEN)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    gw.wait_hellos(1, LONG).await;
+    assert_eq!(gw.connects()[0]["auth"]["token"], TOKEN);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+// ---- Reconnects and shutdown ---------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_node_survives_a_gateway_restart() {
+    let (mut gw, node) = connected(Config::default(), &[]).await;
+    gw.stop();
+    node.wait_stderr("connection lost", LONG).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await; // a few failed attempts
+    gw.restart().await;
+    gw.wait_hellos(2, Duration::from_secs(40)).await;
+    let r = gw.invoke("system.which", json!({"bins": ["sh"]})).await;
+    assert!(payload(&r)["bins"]["sh"].is_string());
+    let connects = gw.connects();
+    assert_eq!(
+        connects[0]["device"]["id"],
+        connects.last().unwrap()["device"]["id"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
+    let (gw, mut node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let pid_file = node.ws().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["/bin/sh", "-c", script]}).to_string(),
+        60_000,
+    );
+    let deadline = Instant::now() + LONG;
+    while !pid_file.exists()
+        || std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .is_empty()
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    node.signal(libc::SIGINT);
+    assert_eq!(node.wait_exit(LONG).await, Some(0));
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
+    common::assert_all_gone(&[pid]);
+}
+
+// ---- Commands ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn system_which_has_openclaws_shape() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    let r = gw
+        .invoke(
+            "system.which",
+            json!({"bins": ["uname", "sh", "nonexistentbin"]}),
+        )
+        .await;
+    let bins = payload(&r)["bins"].clone();
+    assert!(bins["sh"].as_str().unwrap().ends_with("/sh"));
+    assert!(bins.get("nonexistentbin").is_none());
+    assert_eq!(
+        r["nodeId"], "node",
+        "the result echoes the request's nodeId"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn system_run_prepare_then_run_like_the_exec_tool() {
+    let (gw, node) = connected(Config::default(), &["--allow-command", "system.run"]).await;
+    let argv = json!(["/bin/sh", "-lc", "echo hello-from-node; uname -s"]);
+    let plan = payload(&gw.invoke("system.run.prepare", json!({"command": argv, "rawCommand": "echo hello-from-node; uname -s", "agentId": "main", "sessionKey": "agent:main:x"})).await);
+    assert_eq!(plan["plan"]["argv"], argv);
+    assert_eq!(
+        Path::new(plan["plan"]["cwd"].as_str().unwrap()),
+        node.ws().canonicalize().unwrap()
+    );
+    let run = payload(&gw.invoke("system.run", json!({"command": argv, "systemRunPlan": plan["plan"], "cwd": plan["plan"]["cwd"], "timeoutMs": 30000})).await);
+    assert_eq!(run["exitCode"], 0);
+    assert_eq!(run["success"], true);
+    assert_eq!(run["timedOut"], false);
+    assert_eq!(run["stdout"], "hello-from-node\nLinux\n");
+    assert_eq!(run["stderr"], "");
+    assert_eq!(run["error"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn risky_commands_are_refused_without_a_terminal_to_ask() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    for (command, params) in [
+        ("run_command", json!({"command": "touch pwned"})),
+        ("system.run", json!({"command": ["touch", "pwned"]})),
+        ("write_file", json!({"path": "pwned", "content": "x"})),
+    ] {
+        let r = gw.invoke(command, params).await;
+        assert_eq!(error_code(&r), "USER_REJECTED", "{command}");
+    }
+    assert!(!node.ws().join("pwned").exists());
+    assert!(node.stderr().contains("not a terminal"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deny_command_forbids_and_allow_command_pre_approves() {
+    let (gw, _node) = connected(
+        Config::default(),
+        &[
+            "--approval",
+            "allow",
+            "--deny-command",
+            "curl",
+            "--allow-command",
+            "echo",
+        ],
+    )
+    .await;
+    let r = gw
+        .invoke(
+            "run_command",
+            json!({"command": "curl", "args": ["http://127.0.0.1:1"]}),
+        )
+        .await;
+    assert_eq!(error_code(&r), "FORBIDDEN");
+    let r = gw
+        .invoke("run_command", json!({"command": ["sudo", "id"]}))
+        .await;
+    assert!(["FORBIDDEN", "NOT_FOUND"].contains(&error_code(&r).as_str()));
+    let (gw2, _node2) = connected(Config::default(), &["--allow-command", "echo"]).await;
+    let r = gw2
+        .invoke(
+            "run_command",
+            json!({"command": "echo", "args": ["pre-approved"]}),
+        )
+        .await;
+    assert_eq!(payload(&r)["stdout"], "pre-approved\n");
+    drop(gw);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn file_tools_work_inside_the_workspace() {
+    let (gw, node) = connected(Config::default(), &["--allow-command", "write_file"]).await;
+    // Writes never create directories.
+    let r = gw
+        .invoke("write_file", json!({"path": "notes/a.md", "content": "x"}))
+        .await;
+    assert_eq!(error_code(&r), "NOT_FOUND");
+    std::fs::create_dir_all(node.ws().join("notes")).unwrap();
+    let w = payload(
+        &gw.invoke(
+            "write_file",
+            json!({"path": "notes/a.md", "content": "line1\nline2\nline3\n"}),
+        )
+        .await,
+    );
+    assert_eq!(w["bytes"], 18);
+    let r = payload(
+        &gw.invoke("read_file", json!({"path": "notes/a.md", "maxLines": 2}))
+            .await,
+    );
+    assert_eq!(r["content"], "line1\nline2\n");
+    let l = payload(
+        &gw.invoke("list_files", json!({"path": ".", "recursive": true}))
+            .await,
+    );
+    let names: Vec<&str> = l["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"notes/a.md"), "{names:?}");
+    let s = payload(
+        &gw.invoke(
+            "search_files",
+            json!({"query": "LINE2", "searchContent": true}),
+        )
+        .await,
+    );
+    assert!(
+        s["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["kind"] == "content" && m["line"] == 2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_paths_are_refused() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    std::os::unix::fs::symlink("/etc", node.ws().join("etc-link")).unwrap();
+    for (command, params) in [
+        ("read_file", json!({"path": "../../../etc/passwd"})),
+        ("read_file", json!({"path": "/etc/passwd"})),
+        ("read_file", json!({"path": "etc-link/passwd"})),
+        ("list_files", json!({"path": ".."})),
+        (
+            "write_file",
+            json!({"path": "../escape.txt", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "etc-link/evil", "content": "x"}),
+        ),
+    ] {
+        let r = gw.invoke(command, params.clone()).await;
+        assert_eq!(
+            error_code(&r),
+            "PATH_OUTSIDE_WORKSPACE",
+            "{command} {params}"
+        );
+    }
+    let r = gw.invoke("read_file", json!({"path": "a\u{0}b"})).await;
+    assert_eq!(error_code(&r), "INVALID_PARAMS");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_commands_and_malformed_params_get_clear_errors() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    assert_eq!(
+        error_code(&gw.invoke("format_disk", json!({})).await),
+        "UNKNOWN_COMMAND"
+    );
+    let id = gw.request("read_file", "{this is not json", 15_000);
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "INVALID_PARAMS");
+    let id = gw.request("system.which", "[1,2]", 15_000);
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "INVALID_PARAMS");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_kills_the_running_invocation() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let pid_file = node.ws().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["/bin/sh", "-c", script]}).to_string(),
+        60_000,
+    );
+    let deadline = Instant::now() + LONG;
+    while std::fs::read_to_string(&pid_file)
+        .map(|s| s.trim().is_empty())
+        .unwrap_or(true)
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    gw.cancel(&id);
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
+    common::assert_all_gone(&[pid]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn several_invocations_run_at_once() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let started = Instant::now();
+    let ids: Vec<String> = (0..4)
+        .map(|i| {
+            gw.request(
+                "run_command",
+                &json!({"command": format!("sleep 1; echo {i}")}).to_string(),
+                30_000,
+            )
+        })
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(
+            payload(&gw.result(id, LONG).await)["stdout"],
+            format!("{i}\n")
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(3000),
+        "{:?}: not concurrent",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn results_respect_the_gateways_max_payload() {
+    let config = Config {
+        max_payload: 256 * 1024,
+        ..Config::default()
+    };
+    let (gw, node) = connected(config, &["--approval", "allow"]).await;
+    std::fs::write(node.ws().join("big.txt"), "x".repeat(2 * 1024 * 1024)).unwrap();
+    let r = gw.invoke("read_file", json!({"path": "big.txt"})).await;
+    let p = payload(&r);
+    assert_eq!(p["truncated"], true);
+    assert!(r.to_string().len() < 256 * 1024);
+    let r = gw
+        .invoke(
+            "run_command",
+            json!({"command": "head -c 3000000 /dev/zero | tr '\\0' y"}),
+        )
+        .await;
+    let p = payload(&r);
+    assert_eq!(p["truncated"], true);
+    assert!(p["stdout"].as_str().unwrap().contains("bytes omitted"));
+    assert!(r.to_string().len() < 256 * 1024);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn loader_variables_are_stripped_from_system_run() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let r = payload(&gw.invoke("system.run", json!({"command": ["/bin/sh", "-c", "echo \"[$LD_PRELOAD][$NODE_OPTIONS][$GREETING]\""], "env": {"LD_PRELOAD": "/tmp/evil.so", "NODE_OPTIONS": "--require /tmp/evil.js", "GREETING": "hi"}})).await);
+    assert_eq!(r["stdout"], "[][][hi]\n");
+    assert_eq!(r["strippedEnv"], json!(["LD_PRELOAD", "NODE_OPTIONS"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn system_info_and_config_tools_answer() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let info = payload(&gw.invoke("system_info", json!({})).await);
+    assert_eq!(info["os"], std::env::consts::OS);
+    assert!(info["path"].is_string());
+    assert_eq!(
+        Path::new(info["workspace"].as_str().unwrap()),
+        node.ws().canonicalize().unwrap()
+    );
+    // no openclaw.json where the test points HOME: a clear NOT_FOUND
+    let r = gw.invoke("read_config", json!({})).await;
+    assert!(
+        ["NOT_FOUND", "IO_ERROR"].contains(&error_code(&r).as_str())
+            || payload(&r)["redacted"] == true
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_invocation_lands_in_the_audit_log() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let _ = gw.invoke("system.which", json!({"bins": ["sh"]})).await;
+    let _ = gw.invoke("run_command", json!({"command": "id"})).await;
+    let log = std::fs::read_to_string(node.state().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert_eq!(lines[0]["command"], "system.which");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["decision"], "refused:USER_REJECTED");
+    for l in &lines {
+        assert!(
+            l["ts"].is_u64()
+                && l["durationMs"].is_u64()
+                && l["paramsSha256"].as_str().unwrap().len() == 64
+        );
+    }
+}
