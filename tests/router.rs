@@ -613,6 +613,11 @@ fn a_setsid_daemon_holding_the_pipe_does_not_hold_the_router() {
     exits_leaving("daemon");
 }
 
+#[test]
+fn a_true_daemon_with_no_pipe_and_no_environment_is_stopped_too() {
+    exits_leaving("detached");
+}
+
 // ---- 7. Spawn failure (§3.5.1) --------------------------------------------
 
 #[test]

@@ -116,6 +116,7 @@
 //! | `grandchild`      | no        | spawn a `hold-pipe` child in the same process group, append its pid and own pid to `--pid-file`, stdout `spawned grandchild <pid>`, sleep, exit 0 |
 //! | `orphan`          | yes       | like `grandchild` (same pid-file lines), but print only the reply and exit 0 at once, leaving the child holding the pipe |
 //! | `daemon`          | yes       | spawn a `hold-pipe` child in a new session (`setsid`), append its pid to `--pid-file`, reply and exit 0 at once |
+//! | `detached`        | yes       | like `daemon`, but the child also gets `/dev/null` for stdio and an empty environment: a true daemon |
 //! | `hold-pipe`       | no        | helper for the above: stderr `holding pipe`, sleep, exit 0 (ignores `SIGTERM` if `FAKE_OPENCLAW_HOLD_IGNORE_TERM=1`) |
 //! | `gateway-timeout` | yes       | the real "request timed out" answer (plain on stdout, or `--json` with `"status": "timeout"`), exit 1 |
 //! | `gateway-down`    | yes       | stderr: gateway connection closed / not reachable (ECONNREFUSED), exit 1 |
@@ -287,13 +288,14 @@ enum Scenario {
     Grandchild,
     Orphan,
     Daemon,
+    Detached,
     HoldPipe,
     GatewayTimeout,
     GatewayDown,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 14] = [
+    const ALL: [Scenario; 15] = [
         Scenario::Reply,
         Scenario::Echo,
         Scenario::Interleave,
@@ -305,6 +307,7 @@ impl Scenario {
         Scenario::Grandchild,
         Scenario::Orphan,
         Scenario::Daemon,
+        Scenario::Detached,
         Scenario::HoldPipe,
         Scenario::GatewayTimeout,
         Scenario::GatewayDown,
@@ -323,6 +326,7 @@ impl Scenario {
             Scenario::Grandchild => "grandchild",
             Scenario::Orphan => "orphan",
             Scenario::Daemon => "daemon",
+            Scenario::Detached => "detached",
             Scenario::HoldPipe => "hold-pipe",
             Scenario::GatewayTimeout => "gateway-timeout",
             Scenario::GatewayDown => "gateway-down",
@@ -342,6 +346,9 @@ impl Scenario {
             Scenario::Grandchild => "spawn a pipe-holding child, then sleep",
             Scenario::Orphan => "spawn a pipe-holding child, reply and exit",
             Scenario::Daemon => "spawn a pipe-holding child in a new session, reply and exit",
+            Scenario::Detached => {
+                "spawn a true daemon (new session, no stdio, empty environment), reply and exit"
+            }
             Scenario::HoldPipe => "(internal) hold stdout/stderr open while sleeping",
             Scenario::GatewayTimeout => "answer like a model that timed out, exit 1",
             Scenario::GatewayDown => "fail like an unreachable gateway, exit 1",
@@ -1056,12 +1063,17 @@ fn run_scenario(
             reply(args, &request, start)
         }),
         Scenario::Orphan => answer(args, message, |request| {
-            let child = spawn_hold_pipe(config, false)?;
+            let child = spawn_hold_pipe(config, false, false)?;
             append_pids(config, &[child, pid])?;
             reply(args, &request, start)
         }),
         Scenario::Daemon => answer(args, message, |request| {
-            let child = spawn_hold_pipe(config, true)?;
+            let child = spawn_hold_pipe(config, true, false)?;
+            append_pids(config, &[child])?;
+            reply(args, &request, start)
+        }),
+        Scenario::Detached => answer(args, message, |request| {
+            let child = spawn_hold_pipe(config, true, true)?;
             append_pids(config, &[child])?;
             reply(args, &request, start)
         }),
@@ -1096,7 +1108,7 @@ fn run_scenario(
             Ok(ExitCode::SUCCESS)
         }
         Scenario::Grandchild => {
-            let child = spawn_hold_pipe(config, false)?;
+            let child = spawn_hold_pipe(config, false, false)?;
             append_pids(config, &[child, pid])?;
             emit(
                 Stream::Stdout,
@@ -1295,8 +1307,10 @@ fn flood(total: u64) -> Result<(), Failure> {
 
 /// Starts `<current exe> --scenario hold-pipe ...`, inheriting stdout and
 /// stderr; with `new_session` the child calls `setsid()` so it leaves the
-/// process group and session. Returns the child's pid.
-fn spawn_hold_pipe(config: &FakeConfig, new_session: bool) -> Result<u32, Failure> {
+/// process group and session; with `detached` it also gets no stdio and an
+/// empty environment, like a real daemon (nothing links it to its parent).
+/// Returns the child's pid.
+fn spawn_hold_pipe(config: &FakeConfig, new_session: bool, detached: bool) -> Result<u32, Failure> {
     let exe = std::env::current_exe()
         .map_err(|error| Failure::Fatal(format!("cannot locate own executable: {error}")))?;
     let mut command = Command::new(&exe);
@@ -1314,6 +1328,12 @@ fn spawn_hold_pipe(config: &FakeConfig, new_session: bool) -> Result<u32, Failur
         .stdin(Stdio::null());
     if new_session {
         detach_into_new_session(&mut command)?;
+    }
+    if detached {
+        command
+            .env_clear()
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
     }
     let child = command
         .spawn()

@@ -11,9 +11,12 @@
 //!
 //! Why the run ends without waiting for EOF: a descendant can escape the
 //! process group (`setsid`) and keep the pipe open forever. Every wait below
-//! is bounded; the worst case returns at `timeout + grace + LINGER + DRAIN`.
-//! Descendants that escaped the group are found by a tag in their inherited
-//! environment (the trick Jenkins' ProcessTreeKiller uses) and killed too.
+//! is bounded: after a timeout the run returns by `timeout + grace + REAP +
+//! DRAIN` (0.6 s past the grace period); after the child exits on its own,
+//! by `exit + LINGER + grace + REAP + DRAIN`. Descendants that escaped the
+//! group are found through adoption (Linux subreaper) and a tag in their
+//! inherited environment (the trick Jenkins' ProcessTreeKiller uses), and
+//! are stopped with the rest (see `unix.rs`).
 //!
 //! What it must never do: print, decide what a result means, or block the
 //! runtime.

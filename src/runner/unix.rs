@@ -1,20 +1,36 @@
-//! Unix half of the runner: the child leads a new process group, signals go
-//! to the whole group, and (on Linux) to descendants that left the group but
-//! still carry the run's tag in their environment.
+//! Unix half of the runner: the child leads a new process group, and the
+//! tree is everything in that group plus, on Linux, every descendant that
+//! left it — found two ways:
+//! - the router is a *child subreaper* (`PR_SET_CHILD_SUBREAPER`), so an
+//!   orphaned descendant (a `setsid` daemon whose parent exited, even one
+//!   that cleared its environment and closed its pipes) becomes our child
+//!   and shows up in `/proc/self/task/*/children`;
+//! - descendants that escaped while their parent still lives carry the
+//!   run's tag in their inherited environment.
 //!
-//! Must never signal a process that is not ours: the group is only signalled
-//! while the run is armed, and the tag is unique per run.
+//! process-wrap is not used here: its process-group `wait` blocks until the
+//! whole group has been reaped, and with a subreaper that means waiting on
+//! exactly the leftovers this module exists to stop.
+//!
+//! Must never signal a process that is not ours: the group is only
+//! signalled while the run is armed, orphans adopted from another run still
+//! in progress (recognised by that run's tag) are left to it, and zombies
+//! we adopt are reaped so a long-running node does not collect them.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
+use std::sync::{Mutex, Once};
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use tokio::net::unix::pipe;
+
+/// Runs in progress in this process: leader pid → tag.
+static ACTIVE: Mutex<Option<HashMap<libc::pid_t, String>>> = Mutex::new(None);
 
 /// The spawned child and everything it starts.
 pub struct Tree {
-    child: Box<dyn ChildWrapper>,
+    child: tokio::process::Child,
     pgid: libc::pid_t,
     tag: String,
     armed: bool,
@@ -22,15 +38,18 @@ pub struct Tree {
 
 impl Tree {
     /// The only place a child is made: a new process group led by the child.
-    pub fn spawn(cmd: tokio::process::Command, tag: String) -> io::Result<Self> {
-        let mut wrap = CommandWrap::from(cmd);
-        wrap.wrap(ProcessGroup::leader());
-        let child = wrap.spawn()?;
-        drop(wrap);
+    pub fn spawn(mut cmd: tokio::process::Command, tag: String) -> io::Result<Self> {
+        become_subreaper();
+        cmd.process_group(0);
+        let child = cmd.spawn()?;
+        drop(cmd);
         let pgid = child
             .id()
             .and_then(|id| libc::pid_t::try_from(id).ok())
             .ok_or_else(|| io::Error::other("child has no pid"))?;
+        if let Ok(mut active) = ACTIVE.lock() {
+            active.get_or_insert_with(HashMap::new).insert(pgid, tag.clone());
+        }
         Ok(Self {
             child,
             pgid,
@@ -43,22 +62,26 @@ impl Tree {
         self.child.wait().await
     }
 
-    /// Some member of the child's process group is still running.
+    /// Something of the tree is still running: a live member of the group,
+    /// or an orphan of this run that we adopted. Cheap: no full /proc scan
+    /// unless the group seems alive.
     pub fn group_alive(&self) -> bool {
         // SAFETY: signal 0 only checks for existence and permission.
         let any = unsafe { libc::kill(-self.pgid, 0) == 0 };
-        // Zombies count for kill(2) until their new parent reaps them; ask
-        // /proc whether a live member remains.
-        any && (!cfg!(target_os = "linux") || !self.live_members(false).is_empty())
+        // Zombies count for kill(2) until reaped; ask /proc for live ones.
+        let group = any && (!cfg!(target_os = "linux") || !self.live_members(false).is_empty());
+        group || !self.adopted().is_empty()
     }
 
-    /// The group, or a tagged descendant that escaped it, is still running.
+    /// As [`Tree::group_alive`], plus tagged descendants anywhere.
     pub fn anything_alive(&self) -> bool {
         self.group_alive() || !self.live_members(true).is_empty()
     }
 
     pub fn terminate(&mut self) {
         self.signal(libc::SIGTERM);
+        // A stopped process ignores TERM until continued (as timeout(1) does).
+        self.signal(libc::SIGCONT);
     }
 
     pub fn kill(&mut self) {
@@ -79,32 +102,43 @@ impl Tree {
         unsafe {
             libc::kill(-self.pgid, sig);
         }
-        for pid in self.live_members(true) {
+        let mut pids = self.live_members(true);
+        pids.extend(self.adopted());
+        for pid in pids {
             unsafe {
                 libc::kill(pid, sig);
             }
         }
     }
-}
 
-impl Drop for Tree {
-    /// A run abandoned half-way (its future dropped) still leaves nothing.
-    fn drop(&mut self) {
-        self.kill();
+    /// Live orphans re-parented to us that belong to this run: not the
+    /// leader of a run in progress, not tagged by another such run.
+    /// Adopted zombies are reaped on the way.
+    fn adopted(&self) -> Vec<libc::pid_t> {
+        let active = ACTIVE
+            .lock()
+            .ok()
+            .and_then(|a| a.clone())
+            .unwrap_or_default();
+        children()
+            .into_iter()
+            .filter(|pid| !active.contains_key(pid))
+            .filter(|pid| !reap_if_zombie(*pid))
+            .filter(|pid| {
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                !active
+                    .values()
+                    .filter(|tag| **tag != self.tag)
+                    .any(|tag| has_tag(&env, tag))
+            })
+            .collect()
     }
-}
 
-/// The read end of the merged pipe, non-blocking and registered with tokio.
-pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
-    pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
-}
-
-impl Tree {
-    /// Live (not zombie) processes of this run: members of the group, plus,
-    /// with `escaped`, processes outside it carrying the run's tag.
+    /// Live (not zombie) processes of this run found through /proc:
+    /// members of the group, plus, with `escaped`, processes outside it
+    /// carrying the run's tag.
     #[cfg(target_os = "linux")]
     fn live_members(&self, escaped: bool) -> Vec<libc::pid_t> {
-        let needle = format!("{}={}", super::RUN_TAG_VAR, self.tag).into_bytes();
         let me = std::process::id();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Vec::new();
@@ -114,20 +148,16 @@ impl Tree {
             if pid == me {
                 return None;
             }
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // "pid (comm) state ppid pgrp ..."; comm may hold spaces and ')'.
-            let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
-            let state = fields.next()?;
-            let pgrp: libc::pid_t = fields.nth(1)?.parse().ok()?;
+            let (state, pgrp) = stat(pid)?;
             if state == "Z" || state == "X" {
                 return None;
             }
             let member = pgrp == self.pgid
                 || escaped
-                    && std::fs::read(format!("/proc/{pid}/environ"))
-                        .ok()?
-                        .split(|b| *b == 0)
-                        .any(|var| var == needle.as_slice());
+                    && has_tag(
+                        &std::fs::read(format!("/proc/{pid}/environ")).ok()?,
+                        &self.tag,
+                    );
             member.then(|| libc::pid_t::try_from(pid).ok()).flatten()
         })
         .collect()
@@ -139,4 +169,91 @@ impl Tree {
     fn live_members(&self, _escaped: bool) -> Vec<libc::pid_t> {
         Vec::new()
     }
+}
+
+impl Drop for Tree {
+    /// A run abandoned half-way (its future dropped) still leaves nothing.
+    fn drop(&mut self) {
+        self.kill();
+        if let Ok(mut active) = ACTIVE.lock() {
+            if let Some(active) = active.as_mut() {
+                active.remove(&self.pgid);
+            }
+        }
+    }
+}
+
+/// The read end of a pipe, non-blocking and registered with tokio.
+pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
+    pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+}
+
+/// Orphaned descendants are re-parented to us instead of init.
+fn become_subreaper() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl with an integer flag; failure only loses adoption.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+    });
+}
+
+/// `VAR=tag` among the NUL-separated variables of an environ file.
+fn has_tag(environ: &[u8], tag: &str) -> bool {
+    let needle = format!("{}={}", super::RUN_TAG_VAR, tag);
+    environ.split(|b| *b == 0).any(|var| var == needle.as_bytes())
+}
+
+/// State letter and process group of `pid`, from /proc/PID/stat.
+fn stat(pid: u32) -> Option<(String, libc::pid_t)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ..."; comm may hold spaces and ')'.
+    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    let state = fields.next()?.to_owned();
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Our direct children (every thread's list: an orphan is handed to any
+/// live thread of the subreaper).
+#[cfg(target_os = "linux")]
+fn children() -> Vec<libc::pid_t> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<libc::pid_t> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+#[cfg(not(target_os = "linux"))]
+fn children() -> Vec<libc::pid_t> {
+    Vec::new()
+}
+
+/// Reaps `pid` if it is a zombie child of ours; true if it was.
+fn reap_if_zombie(pid: libc::pid_t) -> bool {
+    let zombie = u32::try_from(pid)
+        .ok()
+        .and_then(stat)
+        .is_none_or(|(state, _)| state == "Z" || state == "X");
+    if zombie {
+        let mut status = 0;
+        // SAFETY: WNOHANG on a specific pid that is our (adopted) child and
+        // not one tokio waits for (leaders of active runs are excluded).
+        unsafe {
+            libc::waitpid(pid, &mut status, libc::WNOHANG);
+        }
+    }
+    zombie
 }
