@@ -4,14 +4,14 @@
 
 use std::ffi::OsString;
 use std::future::Future;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 
 use clap::Parser;
 use clap::error::ErrorKind;
 
 use crate::cli::{CallArgs, Cli, Command, NodeArgs};
-use crate::router::messages::Lang;
-use crate::router::request::{self, RequestError};
+use crate::router::messages::{self, Lang};
+use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
 use crate::router::{self, Interrupt};
 use crate::{node, schema, ui};
@@ -77,29 +77,42 @@ pub fn prompt(lang: Lang) -> &'static str {
 
 async fn router_call(args: CallArgs) -> u8 {
     let lang = args.lang;
+    // Handlers go in before anything else, so an early Ctrl-C still gets a
+    // JSON answer and reaches our cleanup instead of killing us.
+    let mut interrupted = Box::pin(interrupts());
     let request = match args.args_json.as_deref() {
-        Some("-") => read_stdin().and_then(|text| request::from_json(&text)),
+        Some("-") => {
+            tokio::select! {
+                text = read_stdin(args.timeout) => text.and_then(|text| request::from_json(&text)),
+                signal = &mut interrupted => {
+                    let reply = router::not_started(messages::interrupted(lang, signal.name), Status::Interrupted(signal.number));
+                    return finish(reply, &args);
+                }
+            }
+        }
         Some(text) => request::from_json(text),
-        None => request::from_parts(args.agent, args.message),
+        None => request::from_parts(args.agent.clone(), args.message.clone()),
     };
     let options = router::Options {
-        default_to: args.to,
+        default_to: args.to.clone(),
         timeout: args.timeout,
         grace: args.grace,
         max_output: args.max_output,
-        openclaw: args.openclaw.filter(|s| !s.trim().is_empty()),
+        openclaw: args.openclaw.clone().filter(|s| !s.trim().is_empty()),
         wsl: args.wsl,
-        wsl_distro: args.wsl_distro,
+        wsl_distro: args.wsl_distro.clone(),
         lang,
     };
-    // Handlers go in before anything is spawned, so an early Ctrl-C still
-    // reaches our cleanup instead of killing us with the tree running.
-    let interrupted = interrupts();
     let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
-    let mut reply = router::call(request, &options, interrupted).await;
+    let reply = router::call(request, &options, interrupted).await;
     if let Some(spinner) = spinner {
-        spinner.stop().await;
+        spinner.stop();
     }
+    finish(reply, &args)
+}
+
+/// Prints the one JSON object and picks the exit status.
+fn finish(mut reply: router::Reply, args: &CallArgs) -> u8 {
     if !args.meta {
         reply.result.meta = None;
     }
@@ -138,7 +151,11 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         .map(|l| l.trim_start_matches("error:").trim().to_owned())
         .unwrap_or(detail);
     let content = RequestError::CommandLine(detail).content(lang);
-    print_json(&router::result::ToolResult::new(content));
+    let mut reply = router::not_started(content, Status::InvalidInput);
+    if !words.iter().any(|w| w == "--meta") {
+        reply.result.meta = None;
+    }
+    print_json(&reply.result);
     if words.iter().any(|w| w == "--exit-code") {
         Status::InvalidInput.exit_code()
     } else {
@@ -157,23 +174,28 @@ fn lang_from_words(words: &[String]) -> Lang {
     Lang::guess(flag.or(env).as_deref())
 }
 
-fn read_stdin() -> Result<String, RequestError> {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return Err(RequestError::Json(
-            "--args-json - reads stdin, but stdin is a terminal; pipe the JSON in".into(),
-        ));
+/// The arguments from stdin, within the call's own timeout: a host that
+/// never closes stdin gets an answer, not a hang.
+async fn read_stdin(limit: std::time::Duration) -> Result<String, RequestError> {
+    use tokio::io::AsyncReadExt;
+    if std::io::stdin().is_terminal() {
+        return Err(RequestError::Stdin(StdinProblem::IsTerminal));
     }
     let mut bytes = Vec::new();
-    stdin
-        .lock()
-        .take(MAX_STDIN_ARGS + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| RequestError::Json(format!("cannot read stdin: {e}")))?;
-    if bytes.len() as u64 > MAX_STDIN_ARGS {
-        return Err(RequestError::Json("stdin holds more than 64 MiB".into()));
+    let mut stdin = tokio::io::stdin().take(MAX_STDIN_ARGS + 1);
+    let read = stdin.read_to_end(&mut bytes);
+    match tokio::time::timeout(limit, read).await {
+        Err(_) => {
+            let secs = format!("{}", limit.as_secs_f64());
+            return Err(RequestError::Stdin(StdinProblem::NoInput(secs)));
+        }
+        Ok(Err(e)) => return Err(RequestError::Stdin(StdinProblem::Unreadable(e.to_string()))),
+        Ok(Ok(_)) => {}
     }
-    String::from_utf8(bytes).map_err(|_| RequestError::Json("stdin is not UTF-8".into()))
+    if bytes.len() as u64 > MAX_STDIN_ARGS {
+        return Err(RequestError::Stdin(StdinProblem::TooLarge(MAX_STDIN_ARGS)));
+    }
+    String::from_utf8(bytes).map_err(|_| RequestError::Stdin(StdinProblem::NotUtf8))
 }
 
 /// Resolves when the router is told to stop.

@@ -17,5 +17,8 @@ fn main() -> std::process::ExitCode {
         .build()
         .expect("cannot start the async runtime");
     let code = runtime.block_on(app::run(std::env::args_os().collect()));
+    // A blocking read that can never finish (stdin nobody writes, a pipe an
+    // escaped process holds) must not keep the process alive.
+    runtime.shutdown_background();
     std::process::ExitCode::from(code)
 }

@@ -1,13 +1,16 @@
-//! The only place that talks to a terminal: the progress spinner on stderr.
+//! The only place that talks to a terminal: the progress spinner and the
+//! approval prompt, both on stderr.
 //!
-//! It runs only when stderr is a terminal, so scripts, hosts and CI (pipes)
-//! see nothing on stderr and exactly one JSON object on stdout.
+//! They run only when stderr (and, to ask, stdin) is a terminal, so scripts,
+//! hosts and CI (pipes) see nothing on stderr and exactly one JSON object on
+//! stdout. Terminal writes happen on threads of their own: a terminal that
+//! stops reading (Ctrl-S, a pty nobody drains) must never freeze the runtime
+//! that enforces deadlines.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
-
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use crate::router::messages::{self, Lang};
 
@@ -16,8 +19,8 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// A running spinner; [`Spinner::stop`] clears its line.
 pub struct Spinner {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+    done: std_mpsc::Receiver<()>,
 }
 
 impl Spinner {
@@ -27,32 +30,36 @@ impl Spinner {
         if !std::io::stderr().is_terminal() {
             return None;
         }
-        let (stop, mut stopped) = oneshot::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done_tx, done) = std_mpsc::channel();
         let text = messages::announce(lang);
-        let task = tokio::spawn(async move {
+        let flag = stop.clone();
+        std::thread::spawn(move || {
             let started = Instant::now();
-            let mut tick = tokio::time::interval(TICK);
             for frame in FRAMES.iter().cycle() {
-                tokio::select! {
-                    _ = &mut stopped => break,
-                    _ = tick.tick() => {
-                        let secs = started.elapsed().as_secs_f64();
-                        let mut err = std::io::stderr().lock();
-                        let _ = write!(err, "\r\x1b[2K{frame} {text} {secs:.1}s");
-                        let _ = err.flush();
-                    }
+                if flag.load(Ordering::Relaxed) {
+                    break;
                 }
+                let secs = started.elapsed().as_secs_f64();
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r\x1b[2K{frame} {text} {secs:.1}s");
+                let _ = err.flush();
+                drop(err);
+                std::thread::sleep(TICK);
             }
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K");
             let _ = err.flush();
+            let _ = done_tx.send(());
         });
-        Some(Self { stop, task })
+        Some(Self { stop, done })
     }
 
-    pub async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
+    /// Stops and clears the line; waits for that briefly, never for a
+    /// terminal that does not take output.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.done.recv_timeout(TICK * 3);
     }
 }
 
@@ -73,6 +80,7 @@ pub enum Answer {
 /// process, so a question that timed out never swallows the next answer.
 pub struct Prompter {
     lines: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    say: std_mpsc::Sender<String>,
 }
 
 impl Prompter {
@@ -90,8 +98,17 @@ impl Prompter {
                 }
             }
         });
+        let (say, said) = std_mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for text in said {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+            }
+        });
         Some(Self {
             lines: tokio::sync::Mutex::new(rx),
+            say,
         })
     }
 
@@ -99,9 +116,9 @@ impl Prompter {
     pub async fn ask(&self, what: &str, wait: Duration) -> Answer {
         let mut lines = self.lines.lock().await;
         while lines.try_recv().is_ok() {} // typed before the question: not an answer
-        eprint!(
+        self.print(format!(
             "\n[clawbot_router] OpenClaw wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
-        );
+        ));
         let answer = tokio::time::timeout(wait, async {
             loop {
                 let Some(line) = lines.recv().await else {
@@ -111,17 +128,24 @@ impl Prompter {
                     "o" | "once" | "y" | "yes" => return Answer::Once,
                     "a" | "always" => return Answer::Always,
                     "d" | "deny" | "n" | "no" => return Answer::Deny,
-                    _ => eprint!("  Please answer o, a or d: "),
+                    _ => self.print("  Please answer o, a or d: ".into()),
                 }
             }
         })
         .await
         .unwrap_or(Answer::TimedOut);
-        match answer {
-            Answer::TimedOut => eprintln!("\n  (no answer in time: denied)"),
-            Answer::Deny => eprintln!("  denied"),
-            _ => eprintln!("  allowed"),
-        }
+        self.print(
+            match answer {
+                Answer::TimedOut => "\n  (no answer in time: denied)\n",
+                Answer::Deny => "  denied\n",
+                _ => "  allowed\n",
+            }
+            .into(),
+        );
         answer
+    }
+
+    fn print(&self, text: String) {
+        let _ = self.say.send(text);
     }
 }

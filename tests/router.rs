@@ -851,3 +851,74 @@ fn prompt_prints_the_guidance_in_both_languages() {
         );
     }
 }
+
+// ---- Found in review: the edges of the edges -------------------------------
+
+#[test]
+fn e2big_moves_the_message_to_a_file_and_retries() {
+    // A small stack limit brings ARG_MAX (argv + environment together) down
+    // to its 128 KiB floor; the message alone is under the per-argument
+    // limit, the message and a 20 KB variable are not.
+    let message = "y".repeat(120_000);
+    let args = json!({ "message": message }).to_string();
+    let script = format!(
+        "ulimit -s 256; exec {} --args-json - --meta",
+        shell_words::quote(ROUTER)
+    );
+    let cmd = router_with("echo", &[]);
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &script])
+        .env("BIG_VARIABLE", "z".repeat(20_000));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let run = run_with_stdin(&mut sh, args.as_bytes());
+    assert_eq!(run.content(), message);
+}
+
+#[test]
+fn stdin_that_never_closes_still_gets_an_answer() {
+    let mut child = router_with("echo", &[])
+        .args(["--args-json", "-", "--timeout", "1", "--lang", "en"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _keep_open = child.stdin.take();
+    let run = wait(child);
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] Invalid arguments: the arguments did not arrive on stdin within 1 seconds. OpenClaw was not called."
+    );
+    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
+}
+
+#[test]
+fn sighup_stops_the_tree_and_still_prints_the_result() {
+    interrupted_by(libc::SIGHUP, "SIGHUP");
+}
+
+#[test]
+fn a_stopped_child_is_continued_so_it_can_honour_sigterm() {
+    let script = "trap 'echo got TERM; exit 7' TERM; kill -STOP $$; sleep 30";
+    let run = run(router()
+        .env(
+            "OPENCLAW_BIN",
+            shell_words::join(["sh", "-c", script, "sh"]),
+        )
+        .args(["-m", "hi", "--timeout", "0.5", "--grace", "5", "--meta"]));
+    let content = run.content();
+    assert!(content.starts_with("got TERM\n"), "{content}");
+    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
+}
+
+#[test]
+fn bad_flags_keep_meta_when_asked() {
+    let run = run(router().args(["-m", "hi", "--bogus", "--meta"]));
+    assert_eq!(run.meta()["exitCode"], Value::Null);
+    assert_eq!(run.meta()["timedOut"], Value::Bool(false));
+}

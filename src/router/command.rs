@@ -121,7 +121,6 @@ pub struct Invocation {
     pub program: OsString,
     pub args: Vec<OsString>,
     /// Held for its `Drop`, which removes the file.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub message_file: Option<TempPath>,
 }
 
@@ -134,7 +133,13 @@ const ARG_LIMIT_WINDOWS_UNITS: usize = 8 * 1024;
 impl Launcher {
     /// `openclaw agent (--agent A | --to D) (--message M | --message-file F)`,
     /// wrapped for WSL when needed.
-    pub fn build(&self, route: &Route, message: &str) -> io::Result<Invocation> {
+    /// `through_file` forces `--message-file` whatever the message's size.
+    pub fn build(
+        &self,
+        route: &Route,
+        message: &str,
+        through_file: bool,
+    ) -> io::Result<Invocation> {
         let mut argv: Vec<OsString> = self.openclaw.iter().map(OsString::from).collect();
         argv.push("agent".into());
         match route {
@@ -142,7 +147,7 @@ impl Launcher {
             Route::To(to) => argv.extend(["--to".into(), to.into()]),
         }
         let mut message_file = None;
-        if self.message_needs_file(message) {
+        if through_file || self.message_needs_file(message) {
             let path = write_message_file(message)?;
             argv.push("--message-file".into());
             argv.push(match self.wsl {
@@ -260,7 +265,7 @@ mod tests {
     fn direct_command_keeps_the_message_as_one_argument() {
         let msg = "--help $(rm -rf ~) `x` \"q\" 'q'\n🦀";
         let inv = direct(&["npx", "openclaw"])
-            .build(&Route::Agent("ops".into()), msg)
+            .build(&Route::Agent("ops".into()), msg, false)
             .unwrap();
         assert_eq!(inv.program, "npx");
         assert_eq!(
@@ -274,7 +279,7 @@ mod tests {
     fn messages_over_the_argv_limit_go_through_a_private_file() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES + 1);
         let inv = direct(&["openclaw"])
-            .build(&Route::To("+1".into()), &msg)
+            .build(&Route::To("+1".into()), &msg, false)
             .unwrap();
         let args = strings(&inv.args);
         assert_eq!(&args[..4], ["agent", "--to", "+1", "--message-file"]);
@@ -296,7 +301,7 @@ mod tests {
     fn a_message_at_the_argv_limit_stays_an_argument() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES);
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), &msg)
+            .build(&Route::Agent("main".into()), &msg, false)
             .unwrap();
         assert!(inv.message_file.is_none());
     }
@@ -304,7 +309,7 @@ mod tests {
     #[test]
     fn nul_bytes_go_through_a_file() {
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), "a\0b")
+            .build(&Route::Agent("main".into()), "a\0b", false)
             .unwrap();
         assert!(inv.message_file.is_some());
     }
@@ -320,7 +325,7 @@ mod tests {
             }),
         };
         let inv = launcher
-            .build(&Route::Agent("ops".into()), "$(id)")
+            .build(&Route::Agent("ops".into()), "$(id)", false)
             .unwrap();
         assert_eq!(inv.program, "wsl.exe");
         assert_eq!(
@@ -349,7 +354,9 @@ mod tests {
         let wsl = launcher.wsl.as_ref().unwrap();
         assert!(!wsl.login_shell);
         assert_eq!(wsl.distro, None);
-        let inv = launcher.build(&Route::Agent("main".into()), "hi").unwrap();
+        let inv = launcher
+            .build(&Route::Agent("main".into()), "hi", false)
+            .unwrap();
         assert_eq!(
             strings(&inv.args)[..2],
             ["--exec", "/opt/openclaw/bin/openclaw"]
@@ -360,7 +367,9 @@ mod tests {
     fn wsl_moves_long_messages_to_a_file_sooner() {
         let launcher = locate(Some("openclaw"), false, Some("Debian")).unwrap();
         let msg = "x".repeat(ARG_LIMIT_WINDOWS_UNITS + 1);
-        let inv = launcher.build(&Route::Agent("main".into()), &msg).unwrap();
+        let inv = launcher
+            .build(&Route::Agent("main".into()), &msg, false)
+            .unwrap();
         assert!(inv.message_file.is_some());
     }
 

@@ -48,6 +48,14 @@ pub struct Reply {
     pub status: Status,
 }
 
+/// A reply for a call that never got as far as starting openclaw.
+pub fn not_started(content: String, status: Status) -> Reply {
+    Reply {
+        result: with_meta(content, Meta::default()),
+        status,
+    }
+}
+
 /// Runs one tool call end to end.
 pub async fn call(
     request: Result<Request, RequestError>,
@@ -80,37 +88,49 @@ pub async fn call(
         Err(e) => return refuse(messages::spawn_failed(lang, &e), Status::CouldNotStart),
     };
     let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
-    let invocation = match launcher.build(&route, &request.message) {
-        Ok(invocation) => invocation,
-        Err(e) => {
-            let reason = message_file_error(lang, &e);
-            return refuse(messages::spawn_failed(lang, &reason), Status::CouldNotStart);
-        }
-    };
-    let spec = runner::Spec {
-        program: invocation.program.clone(),
-        args: invocation.args.clone(),
-        cwd: None,
-        env: Vec::new(),
-        timeout: options.timeout,
-        grace: options.grace,
-        max_output: options.max_output,
-        split_stderr: false,
-    };
-
+    tokio::pin!(cancel);
     let mut interrupt = None;
-    let outcome = runner::run(&spec, async {
-        interrupt = Some(cancel.await);
-    })
-    .await;
-    drop(invocation); // removes the message file, now that the tree is gone
-    match outcome {
-        Ok(outcome) => finish(outcome, interrupt, options),
-        Err(e) => refuse(
-            messages::spawn_failed(lang, &spawn_reason(lang, &e, &launcher)),
-            Status::CouldNotStart,
-        ),
+    // The argv limit is per argument *and* for all arguments plus the
+    // environment together; when the kernel still says E2BIG, the message
+    // moves to a file and the spawn is tried once more.
+    for through_file in [false, true] {
+        let invocation = match launcher.build(&route, &request.message, through_file) {
+            Ok(invocation) => invocation,
+            Err(e) => {
+                let reason = message_file_error(lang, &e);
+                return refuse(messages::spawn_failed(lang, &reason), Status::CouldNotStart);
+            }
+        };
+        let spec = runner::Spec {
+            program: invocation.program.clone(),
+            args: invocation.args.clone(),
+            cwd: None,
+            env: Vec::new(),
+            timeout: options.timeout,
+            grace: options.grace,
+            max_output: options.max_output,
+            split_stderr: false,
+        };
+        let outcome = runner::run(&spec, async {
+            interrupt = Some((&mut cancel).await);
+        })
+        .await;
+        let retry = !through_file
+            && invocation.message_file.is_none()
+            && matches!(&outcome, Err(e) if e.source.kind() == io::ErrorKind::ArgumentListTooLong);
+        drop(invocation); // removes the message file, now that the tree is gone
+        match outcome {
+            Ok(outcome) => return finish(outcome, interrupt, options),
+            Err(_) if retry => continue,
+            Err(e) => {
+                return refuse(
+                    messages::spawn_failed(lang, &spawn_reason(lang, &e, &launcher)),
+                    Status::CouldNotStart,
+                );
+            }
+        }
     }
+    unreachable!("the second attempt always returns")
 }
 
 /// Turns a finished run into content: the raw output, plus the seed's line

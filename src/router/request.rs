@@ -39,6 +39,18 @@ pub enum RequestError {
     BadAgent(&'static str),
     /// The command line itself was wrong (clap's message).
     CommandLine(String),
+    /// `--args-json -` could not get the arguments from stdin.
+    Stdin(StdinProblem),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinProblem {
+    IsTerminal,
+    TooLarge(u64),
+    NotUtf8,
+    Unreadable(String),
+    /// Nothing complete arrived within this many seconds.
+    NoInput(String),
 }
 
 impl RequestError {
@@ -66,8 +78,33 @@ impl RequestError {
             BadAgent(why) => format!("invalid agent name ({why})"),
             CommandLine(e) if zh => format!("命令行参数有误：{e}"),
             CommandLine(e) => format!("bad command line: {e}"),
+            Stdin(problem) => problem.describe(lang),
         };
         messages::invalid_arguments(lang, &detail)
+    }
+}
+
+impl StdinProblem {
+    fn describe(&self, lang: Lang) -> String {
+        use StdinProblem::*;
+        match (self, lang) {
+            (IsTerminal, Lang::Zh) => {
+                "--args-json - 从标准输入读取参数，但标准输入是终端；请用管道传入 JSON".into()
+            }
+            (IsTerminal, Lang::En) => {
+                "--args-json - reads stdin, but stdin is a terminal; pipe the JSON in".into()
+            }
+            (TooLarge(n), Lang::Zh) => format!("标准输入超过 {n} 字节"),
+            (TooLarge(n), Lang::En) => format!("stdin holds more than {n} bytes"),
+            (NotUtf8, Lang::Zh) => "标准输入不是 UTF-8 文本".into(),
+            (NotUtf8, Lang::En) => "stdin is not UTF-8 text".into(),
+            (Unreadable(e), Lang::Zh) => format!("无法读取标准输入（{e}）"),
+            (Unreadable(e), Lang::En) => format!("cannot read stdin ({e})"),
+            (NoInput(secs), Lang::Zh) => format!("{secs} 秒内没有从标准输入读到完整的参数"),
+            (NoInput(secs), Lang::En) => {
+                format!("the arguments did not arrive on stdin within {secs} seconds")
+            }
+        }
     }
 }
 

@@ -48,7 +48,9 @@ impl Tree {
             .and_then(|id| libc::pid_t::try_from(id).ok())
             .ok_or_else(|| io::Error::other("child has no pid"))?;
         if let Ok(mut active) = ACTIVE.lock() {
-            active.get_or_insert_with(HashMap::new).insert(pgid, tag.clone());
+            active
+                .get_or_insert_with(HashMap::new)
+                .insert(pgid, tag.clone());
         }
         Ok(Self {
             child,
@@ -203,7 +205,9 @@ fn become_subreaper() {
 /// `VAR=tag` among the NUL-separated variables of an environ file.
 fn has_tag(environ: &[u8], tag: &str) -> bool {
     let needle = format!("{}={}", super::RUN_TAG_VAR, tag);
-    environ.split(|b| *b == 0).any(|var| var == needle.as_bytes())
+    environ
+        .split(|b| *b == 0)
+        .any(|var| var == needle.as_bytes())
 }
 
 /// State letter and process group of `pid`, from /proc/PID/stat.
