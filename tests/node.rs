@@ -693,3 +693,174 @@ async fn every_invocation_lands_in_the_audit_log() {
         );
     }
 }
+
+// ---- Approval on a terminal ------------------------------------------------------
+
+/// The node under `script`, so its stdin and stderr are a terminal; what it
+/// shows is read from script's stdout, answers go to script's stdin.
+struct TtyNode {
+    child: Child,
+    screen: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+    state: PathBuf,
+}
+
+impl TtyNode {
+    fn start(url: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let state = dir.path().join("state");
+        let inner = shell_words::join([
+            common::ROUTER,
+            "node",
+            "--gateway",
+            url,
+            "--token",
+            TOKEN,
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--workspace",
+            dir.path().join("ws").to_str().unwrap(),
+        ]);
+        let mut child = std::process::Command::new("script")
+            .args(["-qfec", &inner, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let screen = Arc::new(Mutex::new(String::new()));
+        let mut out = child.stdout.take().unwrap();
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        TtyNode {
+            child,
+            screen,
+            _dir: dir,
+            state,
+        }
+    }
+
+    fn prompts(&self) -> usize {
+        self.screen.lock().unwrap().matches("Allow [o]nce").count()
+    }
+
+    async fn wait_prompts(&self, n: usize) {
+        let deadline = Instant::now() + LONG;
+        while self.prompts() < n {
+            assert!(
+                Instant::now() < deadline,
+                "no prompt; screen:\n{}",
+                self.screen.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn answer(&mut self, text: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+}
+
+impl Drop for TtyNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_the_user_allows_once_always_or_denies() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = TtyNode::start(&gw.url());
+    gw.wait_hellos(1, LONG).await;
+
+    // allow once: runs, and the next identical call asks again
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["echo", "once"]}).to_string(),
+        30_000,
+    );
+    node.wait_prompts(1).await;
+    assert!(
+        node.screen
+            .lock()
+            .unwrap()
+            .contains("run_command: echo once")
+    );
+    node.answer("o\n");
+    assert_eq!(payload(&gw.result(&id, LONG).await)["stdout"], "once\n");
+
+    // allow always: remembered for this executable and argv
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["echo", "always"]}).to_string(),
+        30_000,
+    );
+    node.wait_prompts(2).await;
+    node.answer("a\n");
+    assert_eq!(payload(&gw.result(&id, LONG).await)["stdout"], "always\n");
+    let again = gw
+        .invoke("run_command", json!({"command": ["echo", "always"]}))
+        .await;
+    assert_eq!(payload(&again)["stdout"], "always\n");
+    assert_eq!(node.prompts(), 2, "an 'always' call asked again");
+    let saved = std::fs::read_to_string(node.state.join("approvals.json")).unwrap();
+    assert!(
+        saved.contains("\"always\"") && saved.contains("/echo"),
+        "{saved}"
+    );
+
+    // other arguments are another question; deny
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["echo", "other"]}).to_string(),
+        30_000,
+    );
+    node.wait_prompts(3).await;
+    node.answer("d\n");
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "USER_REJECTED");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompts_never_overlap() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = TtyNode::start(&gw.url());
+    gw.wait_hellos(1, LONG).await;
+    let first = gw.request(
+        "run_command",
+        &json!({"command": ["echo", "1"]}).to_string(),
+        30_000,
+    );
+    let second = gw.request(
+        "run_command",
+        &json!({"command": ["echo", "2"]}).to_string(),
+        30_000,
+    );
+    node.wait_prompts(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        node.prompts(),
+        1,
+        "a second question was asked over the first"
+    );
+    node.answer("o\n");
+    node.wait_prompts(2).await;
+    node.answer("o\n");
+    for id in [first, second] {
+        assert_eq!(gw.result(&id, LONG).await["ok"], true);
+    }
+}
