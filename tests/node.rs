@@ -42,20 +42,7 @@ impl Node {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = collect(child.stderr.take().unwrap());
         Node { child, stderr, dir }
     }
 
@@ -111,6 +98,24 @@ impl Node {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Everything `pipe` yields, as it arrives.
+fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
 }
 
 impl Drop for Node {
@@ -729,20 +734,7 @@ impl TtyNode {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = screen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let screen = collect(child.stdout.take().unwrap());
         TtyNode {
             child,
             screen,
@@ -782,6 +774,15 @@ impl Drop for TtyNode {
     }
 }
 
+/// Asks the node to run `echo WORD`; the invocation id.
+fn echo_request(gw: &FakeGateway, word: &str) -> String {
+    gw.request(
+        "run_command",
+        &json!({"command": ["echo", word]}).to_string(),
+        30_000,
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn on_a_terminal_the_user_allows_once_always_or_denies() {
     let gw = FakeGateway::start(Config::default()).await;
@@ -789,11 +790,7 @@ async fn on_a_terminal_the_user_allows_once_always_or_denies() {
     gw.wait_hellos(1, LONG).await;
 
     // allow once: runs, and the next identical call asks again
-    let id = gw.request(
-        "run_command",
-        &json!({"command": ["echo", "once"]}).to_string(),
-        30_000,
-    );
+    let id = echo_request(&gw, "once");
     node.wait_prompts(1).await;
     assert!(
         node.screen
@@ -805,11 +802,7 @@ async fn on_a_terminal_the_user_allows_once_always_or_denies() {
     assert_eq!(payload(&gw.result(&id, LONG).await)["stdout"], "once\n");
 
     // allow always: remembered for this executable and argv
-    let id = gw.request(
-        "run_command",
-        &json!({"command": ["echo", "always"]}).to_string(),
-        30_000,
-    );
+    let id = echo_request(&gw, "always");
     node.wait_prompts(2).await;
     node.answer("a\n");
     assert_eq!(payload(&gw.result(&id, LONG).await)["stdout"], "always\n");
@@ -825,11 +818,7 @@ async fn on_a_terminal_the_user_allows_once_always_or_denies() {
     );
 
     // other arguments are another question; deny
-    let id = gw.request(
-        "run_command",
-        &json!({"command": ["echo", "other"]}).to_string(),
-        30_000,
-    );
+    let id = echo_request(&gw, "other");
     node.wait_prompts(3).await;
     node.answer("d\n");
     assert_eq!(error_code(&gw.result(&id, LONG).await), "USER_REJECTED");
@@ -840,16 +829,8 @@ async fn prompts_never_overlap() {
     let gw = FakeGateway::start(Config::default()).await;
     let mut node = TtyNode::start(&gw.url());
     gw.wait_hellos(1, LONG).await;
-    let first = gw.request(
-        "run_command",
-        &json!({"command": ["echo", "1"]}).to_string(),
-        30_000,
-    );
-    let second = gw.request(
-        "run_command",
-        &json!({"command": ["echo", "2"]}).to_string(),
-        30_000,
-    );
+    let first = echo_request(&gw, "1");
+    let second = echo_request(&gw, "2");
     node.wait_prompts(1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
