@@ -845,3 +845,61 @@ async fn prompts_never_overlap() {
         assert_eq!(gw.result(&id, LONG).await["ok"], true);
     }
 }
+
+// ---- Found in review -------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn odd_invoke_ids_and_malformed_requests_are_answered() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    gw.send_event(
+        "node.invoke.request",
+        json!({"id": "aéééé-ü", "nodeId": "node", "command": "system.which", "paramsJSON": "{\"bins\":[\"sh\"]}", "timeoutMs": 5000}),
+    );
+    assert_eq!(gw.result("aéééé-ü", LONG).await["ok"], true);
+    gw.cancel("aéééé-ü");
+    gw.send_event(
+        "node.invoke.request",
+        json!({"id": "bad-1", "nodeId": "node", "command": 42}),
+    );
+    assert_eq!(
+        error_code(&gw.result("bad-1", LONG).await),
+        "INVALID_REQUEST"
+    );
+    // still serving
+    let r = gw.invoke("system.which", json!({"bins": ["sh"]})).await;
+    assert_eq!(r["ok"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn escaped_output_is_cut_to_fit_not_dropped() {
+    let config = Config {
+        max_payload: 256 * 1024,
+        ..Config::default()
+    };
+    let (gw, _node) = connected(config, &["--approval", "allow"]).await;
+    // NUL bytes grow seven-fold on the wire (\u0000, escaped again in payloadJSON).
+    let r = gw
+        .invoke(
+            "run_command",
+            json!({"command": "head -c 300000 /dev/zero; head -c 300000 /dev/zero >&2"}),
+        )
+        .await;
+    let p = payload(&r);
+    assert_eq!(p["truncated"], true);
+    assert_eq!(p["exitCode"], 0);
+    assert!(p["stdout"].as_str().unwrap().starts_with('\0'));
+    assert!(r.to_string().len() < 256 * 1024);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_that_stops_reading_cannot_freeze_the_node() {
+    let (gw, mut node) = connected(Config::default(), &[]).await;
+    std::fs::write(node.ws().join("big.txt"), "x".repeat(3 * 1024 * 1024)).unwrap();
+    gw.stop_reading();
+    for _ in 0..20 {
+        gw.request("read_file", r#"{"path":"big.txt"}"#, 60_000);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    node.signal(libc::SIGINT);
+    assert_eq!(node.wait_exit(Duration::from_secs(10)).await, Some(0));
+}

@@ -8,11 +8,17 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
 
 use super::frames::{Challenge, ConnectParams, ErrorShape, Event, Frame, HelloOk, Request};
 
@@ -161,9 +167,24 @@ impl Connection {
         }
     }
 
-    /// Closes with a normal close frame, bounded.
-    pub async fn close(mut self) {
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.ws.close(None)).await;
+    /// Splits the connection for serving: frames are read here, and sent
+    /// by a writer task of their own, so a peer that stops reading can
+    /// never stall the reader (or Ctrl-C). The writer gives up — and
+    /// `Outbox::dead` fires — when one frame takes longer than `send_limit`.
+    pub fn serve(self, send_limit: Duration) -> (Inbox, Outbox) {
+        let (sink, stream) = self.ws.split();
+        let (tx, rx) = mpsc::channel::<Message>(OUTBOX_FRAMES);
+        let dead = CancellationToken::new();
+        let writer = tokio::spawn(write_frames(sink, rx, send_limit, dead.clone()));
+        (
+            Inbox { stream },
+            Outbox {
+                tx,
+                counter: Arc::new(AtomicU64::new(self.counter)),
+                dead,
+                writer: Arc::new(std::sync::Mutex::new(Some(writer))),
+            },
+        )
     }
 
     /// The largest frame the gateway accepts.
@@ -190,5 +211,105 @@ impl Connection {
 
     pub fn device_token(&self) -> Option<&str> {
         self.hello.auth.as_ref()?.device_token.as_deref()
+    }
+}
+
+/// Frames waiting for the writer; beyond this the peer is not keeping up.
+const OUTBOX_FRAMES: usize = 256;
+
+/// The reading half of a served connection.
+pub struct Inbox {
+    stream: SplitStream<Ws>,
+}
+
+impl Inbox {
+    /// The next frame; `None` once the connection is closed or broken.
+    /// Text that is not a frame is skipped.
+    pub async fn recv(&mut self) -> Option<Frame> {
+        loop {
+            match self.stream.next().await? {
+                Ok(Message::Text(text)) => match serde_json::from_str::<Frame>(&text) {
+                    Ok(frame) => return Some(frame),
+                    Err(_) => continue,
+                },
+                Ok(Message::Close(_)) | Err(_) => return None,
+                Ok(_) => continue, // ping (answered by the WebSocket layer), pong, binary
+            }
+        }
+    }
+}
+
+/// The sending half: cheap to clone, never blocks its caller.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::Sender<Message>,
+    counter: Arc<AtomicU64>,
+    dead: CancellationToken,
+    writer: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Outbox {
+    /// Queues a request; its id (`N:uuid`, as OpenClaw's own) comes back.
+    /// A full queue means the peer stopped reading: the link is declared
+    /// dead rather than waited on.
+    pub fn request(&self, method: &str, params: serde_json::Value) -> Option<String> {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{n}:{}", uuid::Uuid::new_v4());
+        let frame = Frame::Req(Request {
+            id: id.clone(),
+            method: method.to_owned(),
+            params,
+        });
+        let text = serde_json::to_string(&frame).expect("plain data");
+        match self.tx.try_send(Message::text(text)) {
+            Ok(()) => Some(id),
+            Err(_) => {
+                self.dead.cancel();
+                None
+            }
+        }
+    }
+
+    /// Resolves when the writer gave up on the peer.
+    pub async fn dead(&self) {
+        self.dead.cancelled().await
+    }
+
+    /// Sends what is queued (within `limit`) and a close frame.
+    pub async fn close(self, limit: Duration) {
+        let _ = self.tx.try_send(Message::Close(None));
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        drop(self.tx);
+        if let Some(writer) = writer {
+            if tokio::time::timeout(limit, writer).await.is_err() {
+                self.dead.cancel();
+            }
+        }
+    }
+}
+
+async fn write_frames(
+    mut sink: SplitSink<Ws, Message>,
+    mut rx: mpsc::Receiver<Message>,
+    limit: Duration,
+    dead: CancellationToken,
+) {
+    loop {
+        let message = tokio::select! {
+            _ = dead.cancelled() => break,
+            message = rx.recv() => match message {
+                Some(message) => message,
+                None => break,
+            },
+        };
+        let closing = matches!(message, Message::Close(_));
+        match tokio::time::timeout(limit, sink.send(message)).await {
+            Ok(Ok(())) if !closing => {}
+            Ok(Ok(())) => break,
+            _ => {
+                dead.cancel();
+                break;
+            }
+        }
     }
 }

@@ -248,6 +248,12 @@ pub enum NodeEvent {
     Challenge(Challenge),
     Tick,
     Invoke(InvokeRequest),
+    /// An invoke request that did not parse; answered when it has an id.
+    BadInvoke {
+        id: Option<String>,
+        node_id: Option<String>,
+        problem: String,
+    },
     Cancel(InvokeCancel),
     PairResolved(PairResolved),
     /// Anything else (health, presence, voicewake, ...), or a known event
@@ -275,7 +281,23 @@ impl From<Event> for NodeEvent {
         match event.event.as_str() {
             "connect.challenge" => parse(&event, NodeEvent::Challenge),
             "tick" => NodeEvent::Tick,
-            "node.invoke.request" => parse(&event, NodeEvent::Invoke),
+            "node.invoke.request" => match serde_json::from_value(event.payload.clone()) {
+                Ok(request) => NodeEvent::Invoke(request),
+                Err(e) => {
+                    let text = |k: &str| {
+                        event
+                            .payload
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    NodeEvent::BadInvoke {
+                        id: text("id"),
+                        node_id: text("nodeId"),
+                        problem: e.to_string(),
+                    }
+                }
+            },
             "node.invoke.cancel" => parse(&event, NodeEvent::Cancel),
             "node.pair.resolved" => parse(&event, NodeEvent::PairResolved),
             _ => NodeEvent::Other {
@@ -314,8 +336,8 @@ mod tests {
     #[test]
     fn a_malformed_known_event_is_other_with_a_reason() {
         let event = Event {
-            event: "node.invoke.request".into(),
-            payload: serde_json::json!({"id": 5}),
+            event: "node.invoke.cancel".into(),
+            payload: serde_json::json!({"invokeId": 5}),
             seq: None,
         };
         assert!(matches!(
@@ -324,6 +346,19 @@ mod tests {
                 problem: Some(_),
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn a_malformed_invoke_keeps_its_id_for_the_answer() {
+        let event = Event {
+            event: "node.invoke.request".into(),
+            payload: serde_json::json!({"id": "i9", "nodeId": "n", "command": 5}),
+            seq: None,
+        };
+        assert!(matches!(
+            NodeEvent::from(event),
+            NodeEvent::BadInvoke { id: Some(id), .. } if id == "i9"
         ));
     }
 

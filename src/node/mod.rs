@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::client::{self, ConnectError, Connection};
+use crate::gateway::client::{self, ConnectError, Connection, Outbox};
 use crate::gateway::frames::{
     Auth, ClientInfo, ConnectParams, ErrorShape, Frame, InvokeError, InvokeRequest, InvokeResult,
     MAX_PROTOCOL, MIN_PROTOCOL, NodeEvent,
@@ -44,6 +44,12 @@ const HANDSHAKE_LIMIT: Duration = Duration::from_secs(20);
 const DEFAULT_INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Answer this long before the caller gives up, so the answer still counts.
 const ANSWER_MARGIN: Duration = Duration::from_millis(250);
+/// A session this long proves the link works; shorter ones keep backing off.
+const STABLE_SESSION: Duration = Duration::from_secs(30);
+/// The shortest tick interval honoured, whatever the gateway says.
+const MIN_TICK: Duration = Duration::from_secs(1);
+/// One frame that takes longer than this to send means a stuck peer.
+const SEND_LIMIT: Duration = Duration::from_secs(20);
 /// How often to ask whether the command surface was approved.
 const SURFACE_PROBE: Duration = Duration::from_secs(5);
 /// On Ctrl-C, how long running invocations get to stop and report.
@@ -74,8 +80,25 @@ pub async fn run(options: Options) -> u8 {
     }
 }
 
+/// Logs a line on stderr from a thread of its own: a stderr nobody reads
+/// must never stall the node. Lines are dropped when the writer falls
+/// behind.
 fn say(message: &str) {
-    eprintln!("[clawbot_router node] {message}");
+    static LOG: std::sync::OnceLock<std::sync::mpsc::SyncSender<String>> =
+        std::sync::OnceLock::new();
+    let log = LOG.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<String>(1024);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for line in rx {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(line.as_bytes());
+                let _ = err.flush();
+            }
+        });
+        tx
+    });
+    let _ = log.try_send(format!("[clawbot_router node] {message}\n"));
 }
 
 struct Node {
@@ -171,7 +194,6 @@ impl Node {
             let mut wait = None;
             match attempt {
                 Ok(conn) => {
-                    backoff.reset();
                     tried_device_after_mismatch = false;
                     if let Some(device_token) = conn.device_token() {
                         if let Err(e) = self.tokens.set(&self.options.gateway, Some(device_token)) {
@@ -183,9 +205,15 @@ impl Node {
                         "connected to {} (protocol {})",
                         self.options.gateway, conn.hello.protocol
                     ));
+                    let began = Instant::now();
                     match self.session(conn, &mut shutdown).await {
                         End::Shutdown => return 0,
                         End::Dropped(why) => say(&format!("connection lost: {why}")),
+                    }
+                    // A gateway that accepts and drops at once must not get
+                    // a reconnect storm: only a session that lasted resets.
+                    if began.elapsed() >= STABLE_SESSION {
+                        backoff.reset();
                     }
                 }
                 Err(ConnectError::Rejected(error)) => match error.detail_code() {
@@ -207,7 +235,9 @@ impl Node {
                         }
                         wait = Some(backoff.next().min(PAIRING_RETRY_CAP));
                     }
-                    "AUTH_TOKEN_MISMATCH" if choice == TokenChoice::Device => {
+                    "AUTH_TOKEN_MISMATCH" | "AUTH_DEVICE_TOKEN_MISMATCH"
+                        if choice == TokenChoice::Device =>
+                    {
                         say("the gateway no longer accepts the saved device token; forgetting it");
                         let _ = self.tokens.set(&self.options.gateway, None);
                         if self.options.token.is_none() {
@@ -326,34 +356,49 @@ impl Node {
     }
 
     /// Serves one connection until it drops or the user stops the node.
+    /// Nothing in this loop waits on the peer: frames go out through the
+    /// outbox's own writer, results straight from the invocations.
     async fn session(
         &self,
-        mut conn: Connection,
+        conn: Connection,
         shutdown: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> End {
         let max_payload = conn.max_payload();
-        let silence_limit = conn.tick_interval() * 2;
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<InvokeResult>();
+        let silence_limit = conn.tick_interval().max(MIN_TICK) * 2;
+        let (mut inbox, outbox) = conn.serve(SEND_LIMIT);
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
         let mut running: HashMap<String, CancellationToken> = HashMap::new();
         let mut last_heard = Instant::now();
         let mut watchdog = tokio::time::interval(Duration::from_secs(1));
-        let mut probe = Surface::default();
-        probe.send(&mut conn).await;
-        let mut probe_timer =
+        let mut surface = Surface::default();
+        surface.ask(&outbox);
+        let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
 
         let end = loop {
             tokio::select! {
                 _ = &mut *shutdown => break End::Shutdown,
-                frame = conn.recv() => {
+                _ = outbox.dead() => break End::Dropped("the gateway stopped reading what the node sends".into()),
+                frame = inbox.recv() => {
                     let Some(frame) = frame else { break End::Dropped("the gateway closed the connection".into()) };
                     last_heard = Instant::now();
                     match frame {
                         Frame::Event(event) => match NodeEvent::from(event) {
+                            NodeEvent::Invoke(request) if running.contains_key(&request.id) => {
+                                say(&format!("invoke {} is already running; duplicate ignored", short(&request.id)));
+                            }
                             NodeEvent::Invoke(request) => {
                                 let cancel = CancellationToken::new();
                                 running.insert(request.id.clone(), cancel.clone());
-                                self.spawn_invocation(request, cancel, max_payload, done_tx.clone());
+                                self.spawn_invocation(request, cancel, max_payload, outbox.clone(), done_tx.clone());
+                            }
+                            NodeEvent::BadInvoke { id, node_id, problem } => {
+                                say(&format!("malformed invoke request: {problem}"));
+                                if let Some(id) = id {
+                                    let node_id = node_id.unwrap_or_else(|| self.identity.device_id.clone());
+                                    let error = ToolError::new("INVALID_REQUEST", format!("malformed node.invoke.request: {problem}"));
+                                    send_result(&outbox, result_frame(id, node_id, Err(error)), max_payload);
+                                }
                             }
                             NodeEvent::Cancel(cancel) => {
                                 if let Some(token) = running.get(&cancel.invoke_id) {
@@ -363,29 +408,26 @@ impl Node {
                             }
                             NodeEvent::PairResolved(resolved) => {
                                 say(&format!("pairing request {} {}", resolved.request_id, resolved.decision));
-                                probe.resolved();
+                                surface.resolved();
                             }
                             NodeEvent::Other { event, problem: Some(problem) } => {
                                 say(&format!("ignored a malformed {event} event: {problem}"));
                             }
                             _ => {}
                         },
-                        Frame::Res(res) => probe.answered(&res.id, res.ok, res.error.as_ref()),
+                        Frame::Res(res) => surface.answered(&res.id, res.ok, res.error.as_ref()),
                         Frame::Req(_) | Frame::Unknown => {}
                     }
                 }
-                Some(result) = done_rx.recv() => {
-                    running.remove(&result.id);
-                    if let Err(e) = send_result(&mut conn, result, max_payload).await {
-                        break End::Dropped(format!("cannot send a result: {e}"));
-                    }
+                Some(id) = done_rx.recv() => {
+                    running.remove(&id);
                 }
                 _ = watchdog.tick() => {
                     if last_heard.elapsed() > silence_limit {
                         break End::Dropped(format!("no word from the gateway for {}s", silence_limit.as_secs()));
                     }
                 }
-                _ = probe_timer.tick(), if probe.pending() => probe.send(&mut conn).await,
+                _ = surface_timer.tick(), if surface.pending() => surface.ask(&outbox),
             }
         };
 
@@ -393,19 +435,18 @@ impl Node {
             token.cancel();
         }
         if matches!(end, End::Shutdown) {
-            // Let stopped commands report, so the agent learns why.
+            // Let stopped commands report, so the agent learns why; bounded.
             let deadline = Instant::now() + SHUTDOWN_GRACE;
             while !running.is_empty() {
                 match tokio::time::timeout_at(deadline, done_rx.recv()).await {
-                    Ok(Some(result)) => {
-                        running.remove(&result.id);
-                        let _ = send_result(&mut conn, result, max_payload).await;
+                    Ok(Some(id)) => {
+                        running.remove(&id);
                     }
                     _ => break,
                 }
             }
             say("stopped");
-            conn.close().await;
+            outbox.close(Duration::from_secs(2)).await;
         }
         end
     }
@@ -415,7 +456,8 @@ impl Node {
         request: InvokeRequest,
         cancel: CancellationToken,
         max_payload: usize,
-        done: mpsc::UnboundedSender<InvokeResult>,
+        outbox: Outbox,
+        done: mpsc::UnboundedSender<String>,
     ) {
         let tools = Arc::clone(&self.tools);
         let node_id = if request.node_id.is_empty() {
@@ -424,18 +466,12 @@ impl Node {
             request.node_id.clone()
         };
         tokio::spawn(async move {
-            let timeout = request
-                .timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(DEFAULT_INVOKE_TIMEOUT)
-                .saturating_sub(ANSWER_MARGIN)
-                .max(Duration::from_secs(1));
             let outcome = tools
                 .invoke(Invocation {
                     id: &request.id,
                     command: &request.command,
                     params_json: request.params_json.as_deref(),
-                    timeout,
+                    timeout: work_time(request.timeout_ms),
                     max_bytes: content_budget(max_payload),
                     cancel,
                 })
@@ -449,9 +485,24 @@ impl Node {
                 short(&request.id),
                 request.command
             ));
-            let _ = done.send(result_frame(request.id, node_id, outcome));
+            send_result(
+                &outbox,
+                result_frame(request.id.clone(), node_id, outcome),
+                max_payload,
+            );
+            let _ = done.send(request.id);
         });
     }
+}
+
+/// The time a tool may take: the caller's timeout minus room to stop a
+/// process tree (SIGTERM, grace) and still answer before the caller gives up.
+fn work_time(timeout_ms: Option<u64>) -> Duration {
+    let total = timeout_ms
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_INVOKE_TIMEOUT);
+    let margin = (total / 4).clamp(ANSWER_MARGIN, Duration::from_secs(3));
+    total.saturating_sub(margin).max(Duration::from_millis(500))
 }
 
 /// The gateway reports its command-surface approval through the answers to
@@ -470,12 +521,9 @@ impl Surface {
         !self.approved
     }
 
-    async fn send(&mut self, conn: &mut Connection) {
+    fn ask(&mut self, outbox: &Outbox) {
         let params = json!({ "protocolFeatures": [], "workerHost": { "enabled": false } });
-        self.request_id = conn
-            .request("node.runnerInventory.update", params)
-            .await
-            .ok();
+        self.request_id = outbox.request("node.runnerInventory.update", params);
     }
 
     fn answered(&mut self, id: &str, ok: bool, error: Option<&ErrorShape>) {
@@ -490,6 +538,9 @@ impl Surface {
             self.approved = true;
             return;
         };
+        if error.retryable == Some(true) {
+            return; // e.g. PAIRING_CHANGED right after connect: ask again later
+        }
         if !error.message.contains("awaiting operator approval") {
             self.approved = true; // not a surface question: stop asking
             return;
@@ -542,32 +593,87 @@ fn result_frame(id: String, node_id: String, outcome: Result<Value, ToolError>) 
     }
 }
 
-/// Sends a result; one that would exceed the gateway's limit is replaced by
-/// an error saying so, never dropped.
-async fn send_result(
-    conn: &mut Connection,
-    mut result: InvokeResult,
-    max_payload: usize,
-) -> Result<(), tokio_tungstenite::tungstenite::Error> {
-    let size = serde_json::to_string(&result)
-        .map(|s| s.len())
-        .unwrap_or(usize::MAX);
-    if size + 512 > max_payload {
-        result.ok = false;
-        result.payload_json = None;
-        result.error = Some(InvokeError {
-            code: "PAYLOAD_TOO_LARGE".into(),
-            message: format!(
-                "the result is {size} bytes, over the gateway's limit of {max_payload}"
-            ),
-        });
+/// Queues a result, made to fit the gateway's limit: the longest strings
+/// of the payload are cut (and `truncated` set) until it fits; only a
+/// payload that cannot shrink becomes a `PAYLOAD_TOO_LARGE` error. Never
+/// dropped silently.
+fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
+    const ENVELOPE: usize = 1024;
+    if let Some(text) = result.payload_json.take() {
+        match fit(text, max_payload.saturating_sub(ENVELOPE)) {
+            Ok(text) => result.payload_json = Some(text),
+            Err(size) => {
+                result.ok = false;
+                result.error = Some(InvokeError {
+                    code: "PAYLOAD_TOO_LARGE".into(),
+                    message: format!(
+                        "the result is {size} bytes, over the gateway's limit of {max_payload}"
+                    ),
+                });
+            }
+        }
     }
-    conn.request(
-        "node.invoke.result",
-        serde_json::to_value(&result).expect("plain data"),
-    )
-    .await
-    .map(|_| ())
+    let params = serde_json::to_value(&result).expect("plain data");
+    if outbox.request("node.invoke.result", params).is_none() {
+        say(&format!(
+            "could not queue the result of {}",
+            short(&result.id)
+        ));
+    }
+}
+
+/// `payload_json` as it will travel (escaped inside the frame) within
+/// `limit` bytes; the size it had when it cannot be made to fit.
+fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
+    let framed = |text: &str| {
+        serde_json::to_string(text)
+            .map(|s| s.len())
+            .unwrap_or(usize::MAX)
+    };
+    if framed(&payload_json) <= limit {
+        return Ok(payload_json);
+    }
+    let original = framed(&payload_json);
+    let Ok(mut value) = serde_json::from_str::<Value>(&payload_json) else {
+        return Err(original);
+    };
+    for _ in 0..64 {
+        if !halve_longest_string(&mut value) {
+            break;
+        }
+        if let Value::Object(map) = &mut value {
+            map.insert("truncated".into(), Value::Bool(true));
+        }
+        let text = value.to_string();
+        if framed(&text) <= limit {
+            return Ok(text);
+        }
+    }
+    Err(original)
+}
+
+/// Cuts the longest string in `value` to half its length (at a character
+/// boundary) and marks the cut; false when there is nothing left to cut.
+fn halve_longest_string(value: &mut Value) -> bool {
+    fn longest(value: &mut Value) -> Option<&mut String> {
+        match value {
+            Value::String(s) => Some(s),
+            Value::Array(items) => items.iter_mut().filter_map(longest).max_by_key(|s| s.len()),
+            Value::Object(map) => map.values_mut().filter_map(longest).max_by_key(|s| s.len()),
+            _ => None,
+        }
+    }
+    const MARK: &str = "\n[clawbot_router] ... cut to fit the gateway's maxPayload ...";
+    let Some(s) = longest(value).filter(|s| s.len() > MARK.len() * 2) else {
+        return false;
+    };
+    let mut cut = s.len() / 2;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(MARK);
+    true
 }
 
 /// Refusals that retrying cannot fix.
@@ -575,8 +681,9 @@ fn is_terminal(error: &ErrorShape) -> bool {
     error.code == "INVALID_REQUEST" && error.message.contains("connect params")
 }
 
+/// The first 8 characters of an id, for log lines.
 fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
+    id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
 }
 
 fn platform() -> &'static str {

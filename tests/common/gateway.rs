@@ -59,6 +59,7 @@ struct State {
     node_requests: Vec<Value>,
     pongs: usize,
     silent: bool,
+    deaf: bool,
     hello_count: usize,
 }
 
@@ -255,6 +256,11 @@ impl FakeGateway {
     /// Stops ticks (the connection stays open but says nothing).
     pub fn fall_silent(&self) {
         self.state.lock().unwrap().silent = true;
+    }
+
+    /// Stops reading from the node (its frames pile up in the socket).
+    pub fn stop_reading(&self) {
+        self.state.lock().unwrap().deaf = true;
     }
 
     /// Sends `node.invoke.request` and returns its id.
@@ -524,7 +530,7 @@ async fn connection(
                 Err(_) => {}
             },
             Some(answer) = answers.recv() => { if tx.send(Message::text(answer)).await.is_err() { return; } }
-            msg = rx.next() => match msg {
+            msg = rx.next(), if !state.lock().unwrap().deaf => match msg {
                 Some(Ok(Message::Text(text))) => {
                     let Ok(frame) = serde_json::from_str::<Value>(&text) else { continue };
                     let answer = handle_request(&frame, &state, &results);
