@@ -903,3 +903,58 @@ async fn a_gateway_that_stops_reading_cannot_freeze_the_node() {
     node.signal(libc::SIGINT);
     assert_eq!(node.wait_exit(Duration::from_secs(10)).await, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_nodes_own_state_is_out_of_reach_even_inside_the_workspace() {
+    // The workspace is the directory that holds the state dir, as when the
+    // node runs from $HOME with the default state dir.
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let mut cmd = common::router();
+    let mut child = cmd
+        .args([
+            "node",
+            "--gateway",
+            &gw.url(),
+            "--token",
+            TOKEN,
+            "--approval",
+            "allow",
+        ])
+        .arg("--state-dir")
+        .arg(ws.join(".local/state/clawbot_router"))
+        .arg("--workspace")
+        .arg(&ws)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    gw.wait_hellos(1, LONG).await;
+    for (command, params) in [
+        (
+            "read_file",
+            json!({"path": ".local/state/clawbot_router/device-identity.json"}),
+        ),
+        ("list_files", json!({"path": ".local/state/clawbot_router"})),
+        (
+            "write_file",
+            json!({"path": ".local/state/clawbot_router/approvals.json", "content": "[]"}),
+        ),
+    ] {
+        let r = gw.invoke(command, params).await;
+        assert_eq!(error_code(&r), "PROTECTED_PATH", "{command}");
+    }
+    let listed = payload(&gw.invoke("list_files", json!({"recursive": true})).await);
+    assert!(!listed.to_string().contains("device-identity"), "{listed}");
+    let found = payload(
+        &gw.invoke(
+            "search_files",
+            json!({"query": "privateKey", "searchContent": true}),
+        )
+        .await,
+    );
+    assert_eq!(found["matches"], json!([]), "{found}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -71,34 +71,59 @@ pub struct Options {
 
 /// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1).
 pub async fn run(options: Options) -> u8 {
-    match Node::start(options) {
+    let code = match Node::start(options) {
         Ok(node) => node.serve().await,
         Err(message) => {
             say(&message);
             1
         }
-    }
+    };
+    flush_log();
+    code
 }
 
 /// Logs a line on stderr from a thread of its own: a stderr nobody reads
 /// must never stall the node. Lines are dropped when the writer falls
 /// behind.
 fn say(message: &str) {
-    static LOG: std::sync::OnceLock<std::sync::mpsc::SyncSender<String>> =
-        std::sync::OnceLock::new();
-    let log = LOG.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<String>(1024);
+    let _ = log().try_send(Log::Line(format!("[clawbot_router node] {message}\n")));
+}
+
+/// Waits (briefly) until every line logged so far is written: the last
+/// words before exiting matter most.
+fn flush_log() {
+    let (done, flushed) = std::sync::mpsc::channel();
+    if log().send(Log::Flush(done)).is_ok() {
+        let _ = flushed.recv_timeout(Duration::from_millis(500));
+    }
+}
+
+enum Log {
+    Line(String),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+fn log() -> &'static std::sync::mpsc::SyncSender<Log> {
+    static LOG: std::sync::OnceLock<std::sync::mpsc::SyncSender<Log>> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Log>(1024);
         std::thread::spawn(move || {
             use std::io::Write;
-            for line in rx {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(line.as_bytes());
-                let _ = err.flush();
+            for entry in rx {
+                match entry {
+                    Log::Line(line) => {
+                        let mut err = std::io::stderr().lock();
+                        let _ = err.write_all(line.as_bytes());
+                        let _ = err.flush();
+                    }
+                    Log::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
             }
         });
         tx
-    });
-    let _ = log.try_send(format!("[clawbot_router node] {message}\n"));
+    })
 }
 
 struct Node {
@@ -132,8 +157,14 @@ impl Node {
         })?;
         let identity = Identity::load_or_create(&options.state_dir)
             .map_err(|e| format!("cannot load the device identity: {e}"))?;
-        let workspace = Workspace::new(&options.workspace)
+        let mut workspace = Workspace::new(&options.workspace)
             .map_err(|e| format!("--workspace {}: {e}", options.workspace.display()))?;
+        // Keys, tokens and approvals are never a tool's business, even when
+        // the workspace is the home directory that holds them.
+        workspace.protect(&options.state_dir);
+        for path in tools::system::openclaw_private_paths() {
+            workspace.protect(&path);
+        }
         let prompter = match options.approval {
             Mode::Ask => {
                 let prompter = Prompter::for_terminal();

@@ -186,23 +186,38 @@ pub fn changes_loading(name: &str) -> bool {
                 | "_JAVA_OPTIONS"
                 | "JDK_JAVA_OPTIONS"
                 | "GIT_EXEC_PATH"
+                | "GIT_SSH"
+                | "GIT_SSH_COMMAND"
+                | "GIT_ASKPASS"
+                | "SSH_ASKPASS"
+                | "LESSOPEN"
+                | "LESSCLOSE"
+                | "ZDOTDIR"
         )
 }
 
 impl ExecRequest {
     /// The call as the policy and the user see it.
     pub fn call(&self, command: &str) -> Call {
+        let env: String = self
+            .env
+            .iter()
+            .map(|(k, v)| format!(" {k}={}", shell_words::quote(v)))
+            .collect();
         Call {
             command: command.to_owned(),
             risk: Risk::Risky,
             summary: format!(
-                "{command}: {}  (in {})",
+                "{command}: {}  (in {}{}{env})",
                 shell_words::join(&self.argv),
-                self.cwd.display()
+                self.cwd.display(),
+                if env.is_empty() { "" } else { ", with" },
             ),
             exec: Some(Exec {
                 executable: self.executable.clone(),
                 argv: self.argv.clone(),
+                cwd: self.cwd.clone(),
+                env: self.env.clone(),
             }),
         }
     }
@@ -264,6 +279,10 @@ impl ExecRequest {
 struct Prepare {
     command: Vec<String>,
     #[serde(default)]
+    security: Option<String>,
+    #[serde(default)]
+    ask: Option<String>,
+    #[serde(default)]
     raw_command: Option<String>,
     #[serde(default)]
     cwd: Option<String>,
@@ -288,6 +307,10 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
         None => workspace.to_path_buf(),
     };
     let text = shell_words::join(&p.command);
+    // OpenClaw's exec policy is the gateway's; echoed as it was sent, as
+    // the real node host does. This node's own approval happens at run time.
+    let security = p.security.unwrap_or_else(|| "full".into());
+    let ask = p.ask.unwrap_or_else(|| "off".into());
     Ok(json!({
         "plan": {
             "argv": p.command,
@@ -296,9 +319,18 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
             "commandPreview": p.raw_command.unwrap_or_else(|| text.clone()),
             "agentId": p.agent_id,
             "sessionKey": p.session_key,
-        }
+            "policySnapshot": {
+                "security": security, "ask": ask, "askFallback": "deny",
+                "autoAllowSkills": false, "allowlistRules": [],
+            },
+        },
+        "execPolicy": { "security": security, "ask": ask },
+        "allowAlwaysCoverage": { "complete": false, "patterns": [] },
     }))
 }
+
+/// Names one `system.which` looks up at most.
+const MAX_WHICH: usize = 256;
 
 #[derive(Deserialize)]
 struct Which {
@@ -308,6 +340,12 @@ struct Which {
 /// `system.which {bins}` → `{bins: {name: path}}` for the names found.
 pub fn which(params: Value) -> Result<Value, ToolError> {
     let p: Which = serde_json::from_value(params).map_err(invalid)?;
+    if p.bins.len() > MAX_WHICH {
+        return Err(ToolError::new(
+            "INVALID_PARAMS",
+            format!("at most {MAX_WHICH} names per call"),
+        ));
+    }
     let found: serde_json::Map<String, Value> = p
         .bins
         .into_iter()

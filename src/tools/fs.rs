@@ -142,23 +142,26 @@ pub fn list_files(ws: &Workspace, p: ListFiles, max_entries: usize) -> Result<Va
     let dir = resolve_dir(ws, sent)?;
     let matcher = name_matcher(p.pattern.as_deref())?;
     let walk = Walk {
+        ws,
         recursive: p.recursive.unwrap_or(false),
         skipped_dirs: &[],
     };
     let mut entries = Vec::new();
     let mut truncated = false;
-    walk.run(&dir, &mut |found| {
-        if !matcher.as_ref().is_none_or(|m| m.is_match(&found.name)) {
-            return ControlFlow::Continue(());
-        }
-        if entries.len() >= max_entries {
-            truncated = true;
-            return ControlFlow::Break(());
-        }
-        entries.push(entry_json(found));
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| ToolError::from_io(sent, &e))?;
+    let cut = walk
+        .run(&dir, &mut |found| {
+            if !matcher.as_ref().is_none_or(|m| m.is_match(&found.name)) {
+                return ControlFlow::Continue(());
+            }
+            if entries.len() >= max_entries {
+                truncated = true;
+                return ControlFlow::Break(());
+            }
+            entries.push(entry_json(found));
+            ControlFlow::Continue(())
+        })
+        .map_err(|e| ToolError::from_io(sent, &e))?;
+    let truncated = truncated || cut;
     Ok(json!({ "path": ws.display(&dir), "entries": entries, "truncated": truncated }))
 }
 
@@ -202,24 +205,29 @@ pub fn search_files(
     let needle = p.query.to_lowercase();
     let in_content = p.search_content.unwrap_or(false);
     let walk = Walk {
+        ws,
         recursive: true,
         skipped_dirs: SEARCH_SKIPPED_DIRS,
     };
     let mut hits = Hits::new(max_matches);
-    walk.run(&dir, &mut |found| {
-        let path = ws.display(&found.path);
-        if found.name.to_lowercase().contains(&needle) {
-            hits.push(json!({ "path": path, "kind": "name" }))?;
-        }
-        if in_content && found.kind == Kind::File {
-            for (line, text) in matching_lines(&found.path, &needle) {
-                hits.push(json!({ "path": path, "kind": "content", "line": line, "text": text }))?;
+    let cut = walk
+        .run(&dir, &mut |found| {
+            let path = ws.display(&found.path);
+            if found.name.to_lowercase().contains(&needle) {
+                hits.push(json!({ "path": path, "kind": "name" }))?;
             }
-        }
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| ToolError::from_io(sent, &e))?;
-    Ok(json!({ "query": p.query, "matches": hits.list, "truncated": hits.truncated }))
+            if in_content && found.kind == Kind::File {
+                for (line, text) in matching_lines(&found.path, &needle) {
+                    hits.push(
+                        json!({ "path": path, "kind": "content", "line": line, "text": text }),
+                    )?;
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(|e| ToolError::from_io(sent, &e))?;
+    let truncated = hits.truncated || cut;
+    Ok(json!({ "query": p.query, "matches": hits.list, "truncated": truncated }))
 }
 
 struct Hits {
@@ -401,7 +409,13 @@ struct Found {
     kind: Kind,
 }
 
+/// Entries a walk visits at most, and for how long: a walk on the
+/// blocking pool cannot be interrupted, so it must end on its own.
+const WALK_BUDGET: usize = 200_000;
+const WALK_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Walk<'a> {
+    ws: &'a Workspace,
     recursive: bool,
     skipped_dirs: &'a [&'a str],
 }
@@ -409,11 +423,15 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Depth-first, siblings in name order. Iterative rather than recursive
     /// so a deeply nested tree cannot exhaust a blocking thread's stack.
+    /// Protected places are passed over. True when the walk stopped at its
+    /// budget rather than at the end of the tree.
     fn run(
         &self,
         start: &Path,
         visit: &mut dyn FnMut(&Found) -> ControlFlow<()>,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
+        let deadline = std::time::Instant::now() + WALK_TIME;
+        let mut visited = 0usize;
         let mut pending = vec![children(start, "")?.into_iter()];
         while let Some(level) = pending.last_mut() {
             let Some(found) = level.next() else {
@@ -422,6 +440,15 @@ impl Walk<'_> {
             };
             if found.kind == Kind::Dir && self.skipped_dirs.contains(&found.name.as_str()) {
                 continue;
+            }
+            if self.ws.is_protected(&found.path) {
+                continue;
+            }
+            visited += 1;
+            if visited > WALK_BUDGET
+                || (visited.is_multiple_of(1024) && std::time::Instant::now() > deadline)
+            {
+                return Ok(true);
             }
             if visit(&found).is_break() {
                 break;
@@ -433,7 +460,7 @@ impl Walk<'_> {
                 }
             }
         }
-        Ok(())
+        Ok(false)
     }
 }
 

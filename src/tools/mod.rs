@@ -131,11 +131,22 @@ impl Tools {
                 }
             }
             "system.run" | "run_command" => {
-                let request = if inv.command == "system.run" {
-                    exec::parse_system_run(params.clone(), &root, inv.timeout)?
-                } else {
-                    exec::parse_run_command(params.clone(), &root, inv.timeout)?
-                };
+                // Resolving touches the filesystem (PATH, cwd): blocking pool.
+                let (command, params, root, timeout) = (
+                    inv.command.to_owned(),
+                    params.clone(),
+                    root.clone(),
+                    inv.timeout,
+                );
+                let request = self
+                    .blocking(move |_| {
+                        if command == "system.run" {
+                            exec::parse_system_run(params, &root, timeout)
+                        } else {
+                            exec::parse_run_command(params, &root, timeout)
+                        }
+                    })
+                    .await?;
                 let call = request.call(inv.command);
                 let verdict =
                     cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
@@ -165,7 +176,7 @@ impl Tools {
         // KILL); everything else is simply abandoned.
         let work = async move {
             match inv.command {
-                "system.which" => exec::which(params),
+                "system.which" => self.blocking(move |_| exec::which(params)).await,
                 "system.run.prepare" => exec::prepare(params, &root),
                 "system_info" => Ok(system::system_info(&root).await),
                 "read_config" => self.blocking(move |_| system::read_config()).await,
@@ -195,10 +206,10 @@ impl Tools {
     }
 
     /// File work runs on the blocking pool, never on the connection's thread.
-    async fn blocking(
+    async fn blocking<T: Send + 'static>(
         self: &Arc<Self>,
-        work: impl FnOnce(&Workspace) -> Result<Value, ToolError> + Send + 'static,
-    ) -> Result<Value, ToolError> {
+        work: impl FnOnce(&Workspace) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
         let tools = Arc::clone(self);
         tokio::task::spawn_blocking(move || work(&tools.workspace))
             .await

@@ -61,6 +61,12 @@ pub struct Call {
 pub struct Exec {
     pub executable: PathBuf,
     pub argv: Vec<String>,
+    /// Where it runs and what it adds to the environment: part of what the
+    /// user approves, so part of what "allow always" remembers.
+    #[serde(default)]
+    pub cwd: PathBuf,
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
 }
 
 /// Why a call may run, or why not.
@@ -90,6 +96,8 @@ struct Remembered {
 pub struct Policy {
     mode: Mode,
     allow: Vec<String>,
+    /// `--allow-command` names resolved on PATH, canonical.
+    allowed_programs: Vec<PathBuf>,
     deny: Vec<String>,
     approvals: PathBuf,
     remembered: Mutex<Vec<Remembered>>,
@@ -109,9 +117,15 @@ impl Policy {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
+        let allowed_programs = allow
+            .iter()
+            .filter_map(|name| which::which(name).ok())
+            .filter_map(|path| std::fs::canonicalize(path).ok())
+            .collect();
         Self {
             mode,
             allow,
+            allowed_programs,
             deny,
             approvals,
             remembered: Mutex::new(remembered),
@@ -121,7 +135,7 @@ impl Policy {
 
     /// Decides `call`; a question on the terminal waits at most `wait`.
     pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
-        if let Some(name) = self.matches(&self.deny, call) {
+        if let Some(name) = self.denied(call) {
             return Decision::Refused {
                 code: "FORBIDDEN",
                 message: format!(
@@ -139,7 +153,7 @@ impl Policy {
         if call.risk == Risk::Safe {
             return Decision::Allowed("safe");
         }
-        if self.matches(&self.allow, call).is_some() {
+        if self.pre_approved(call) {
             return Decision::Allowed("allow-command");
         }
         if self.is_remembered(call) {
@@ -166,12 +180,26 @@ impl Policy {
     }
 
     /// The first name in `names` that is the command or its executable.
-    fn matches<'a>(&self, names: &'a [String], call: &Call) -> Option<&'a str> {
-        let program = call.exec.as_ref().and_then(|e| program_name(&e.executable));
-        names
+    /// `--deny-command`: the command, or any word of its command line
+    /// (argv, a shell script's words, what follows `env`, `nice`, ...) —
+    /// a deny list that a wrapper could step around would be worthless.
+    fn denied(&self, call: &Call) -> Option<&str> {
+        let words = call.exec.as_ref().map(command_words).unwrap_or_default();
+        self.deny
             .iter()
-            .find(|n| **n == call.command || Some(n.as_str()) == program.as_deref())
+            .find(|n| **n == call.command || words.iter().any(|w| w == *n))
             .map(String::as_str)
+    }
+
+    /// `--allow-command`: the command, or exactly the program a name
+    /// resolved to on PATH when the node started (a `./vendor/ls` is not
+    /// the `ls` the user pre-approved).
+    fn pre_approved(&self, call: &Call) -> bool {
+        self.allow.contains(&call.command)
+            || call
+                .exec
+                .as_ref()
+                .is_some_and(|e| self.allowed_programs.contains(&e.executable))
     }
 
     fn key(call: &Call) -> Remembered {
@@ -213,6 +241,27 @@ fn rejected(message: &str) -> Decision {
 
 fn program_name(path: &Path) -> Option<String> {
     Some(path.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Every word that may name a program in `exec`: the executable's name,
+/// each argument, and the words of a shell script.
+fn command_words(exec: &Exec) -> Vec<String> {
+    let mut words: Vec<String> = program_name(&exec.executable).into_iter().collect();
+    for arg in &exec.argv {
+        words.push(arg.rsplit('/').next().unwrap_or(arg).to_owned());
+    }
+    if let Some(script) = shell_script(&exec.argv) {
+        words.extend(
+            script
+                .split(|c: char| {
+                    c.is_whitespace()
+                        || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '$' | '{' | '}')
+                })
+                .filter(|w| !w.is_empty())
+                .map(|w| w.rsplit('/').next().unwrap_or(w).to_owned()),
+        );
+    }
+    words
 }
 
 /// Programs no remote agent may run here.
@@ -284,6 +333,8 @@ mod tests {
             exec: Some(Exec {
                 executable: PathBuf::from(format!("/usr/bin/{}", argv[0])),
                 argv,
+                cwd: PathBuf::from("/tmp"),
+                env: Vec::new(),
             }),
         }
     }
@@ -352,11 +403,57 @@ mod tests {
     #[tokio::test]
     async fn allow_command_pre_approves_by_command_or_program() {
         let dir = tempfile::tempdir().unwrap();
-        let call = exec_call(&["ls", "-la"]);
+        let mut call = exec_call(&["ls", "-la"]);
+        if let Some(exec) = call.exec.as_mut() {
+            exec.executable = std::fs::canonicalize(which::which("ls").unwrap()).unwrap();
+        }
         for name in ["run_command", "ls"] {
             assert_eq!(
                 decide(&policy(Mode::Deny, &[name], &[], dir.path()), &call).await,
                 Decision::Allowed("allow-command")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn allow_command_does_not_cover_a_lookalike_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut call = exec_call(&["ls"]);
+        if let Some(exec) = call.exec.as_mut() {
+            exec.executable = dir.path().join("vendor/ls");
+        }
+        let d = decide(&policy(Mode::Deny, &["ls"], &[], dir.path()), &call).await;
+        assert!(
+            matches!(
+                d,
+                Decision::Refused {
+                    code: "USER_REJECTED",
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn deny_command_sees_through_shells_and_wrappers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = policy(Mode::Allow, &[], &["uname"], dir.path());
+        for argv in [
+            &["sh", "-c", "uname -s"][..],
+            &["env", "uname"],
+            &["nice", "-n", "5", "/bin/uname"],
+        ] {
+            let d = decide(&p, &exec_call(argv)).await;
+            assert!(
+                matches!(
+                    d,
+                    Decision::Refused {
+                        code: "FORBIDDEN",
+                        ..
+                    }
+                ),
+                "{argv:?}: {d:?}"
             );
         }
     }

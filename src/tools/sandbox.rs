@@ -31,6 +31,9 @@ pub struct Workspace {
     /// one (e.g. through a symlinked home), so absolute paths the agent was
     /// told in that spelling are recognised too.
     given: Option<PathBuf>,
+    /// Places inside the root no tool may touch: the node's own state
+    /// (private key, tokens, approvals) and OpenClaw's (config, credentials).
+    protected: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -44,7 +47,32 @@ impl Workspace {
         Ok(Self {
             root: canonical,
             given,
+            protected: Vec::new(),
         })
+    }
+
+    /// Puts `path` (a file or a directory, existing or not) out of every
+    /// tool's reach, even when it lies inside the workspace.
+    pub fn protect(&mut self, path: &Path) {
+        let real = fs::canonicalize(path)
+            .ok()
+            .or_else(|| normalize(path).filter(|p| p.is_absolute()));
+        self.protected.extend(real);
+    }
+
+    /// True for a protected path or anything below one.
+    pub fn is_protected(&self, real: &Path) -> bool {
+        self.protected.iter().any(|p| real.starts_with(p))
+    }
+
+    fn unprotected(&self, path: &str, real: PathBuf) -> Result<PathBuf, ToolError> {
+        if self.is_protected(&real) {
+            let message = format!(
+                "{path:?} belongs to the node's or OpenClaw's own state (keys, tokens, approvals, credentials), which agents may not touch"
+            );
+            return Err(ToolError::new("PROTECTED_PATH", message));
+        }
+        Ok(real)
     }
 
     pub fn root(&self) -> &Path {
@@ -55,7 +83,8 @@ impl Workspace {
     pub fn resolve_existing(&self, path: &str) -> Result<PathBuf, ToolError> {
         let rel = self.confine_lexically(path)?;
         let real = fs::canonicalize(self.root.join(rel)).map_err(|e| unresolvable(path, &e))?;
-        self.require_inside(path, real)
+        let real = self.require_inside(path, real)?;
+        self.unprotected(path, real)
     }
 
     /// A path a tool may create or replace: it may not exist yet; its parent directory must exist.
@@ -63,7 +92,8 @@ impl Workspace {
         let rel = self.confine_lexically(path)?;
         let name = name_to_write(path, &rel)?;
         let parent = self.existing_parent(path, &rel)?;
-        self.through_symlink(path, parent.join(name))
+        let real = self.through_symlink(path, parent.join(name))?;
+        self.unprotected(path, real)
     }
 
     /// The path relative to the root, with `/` separators, for display in results.

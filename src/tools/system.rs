@@ -96,6 +96,18 @@ pub fn config_path() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|h| h.join(".openclaw").join("openclaw.json")))
 }
 
+/// OpenClaw's state directory (credentials, device identity, sessions) and
+/// its config file: readable only through `read_config`, redacted.
+pub fn openclaw_private_paths() -> Vec<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let state = env("OPENCLAW_STATE_DIR").or_else(|| env("HOME").map(|h| h.join(".openclaw")));
+    state.into_iter().chain(config_path()).collect()
+}
+
 pub fn read_config() -> Result<Value, ToolError> {
     let path = config_path().ok_or_else(|| {
         ToolError::new(
@@ -120,21 +132,26 @@ pub fn read_config() -> Result<Value, ToolError> {
     Ok(json!({ "path": path, "content": redact(&text), "redacted": true }))
 }
 
-/// Key names whose values never leave the machine.
+/// Key names whose values never leave the machine (over-redacting is the
+/// safe side: `sessionKey` goes too).
 fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     [
         "token",
-        "apikey",
-        "api_key",
         "secret",
         "password",
         "passwd",
-        "privatekey",
-        "private_key",
+        "authorization",
+        "bearer",
+        "credential",
+        "cookie",
+        "webhook",
+        "dsn",
     ]
     .iter()
     .any(|s| k.contains(s))
+        || k.ends_with("key")
+        || k.ends_with("keys")
 }
 
 /// Replaces the values of secret keys in JSON or JSON5 text. The config is
@@ -172,11 +189,13 @@ fn redact(text: &str) -> String {
         let space = rest.len() - rest.trim_start().len();
         out.push_str(&rest[..space]);
         rest = &rest[space..];
-        if !is_secret_key(key) || rest.starts_with(['{', '[']) || rest.is_empty() {
+        if !is_secret_key(key) || rest.is_empty() {
             continue;
         }
         let value = if rest.starts_with(['"', '\'']) {
             string_len(rest)
+        } else if rest.starts_with(['{', '[']) {
+            nested_len(rest)
         } else {
             rest.find([',', '}', ']', '\n', '\r']).unwrap_or(rest.len())
         };
@@ -193,6 +212,37 @@ fn comment_len(text: &str) -> Option<usize> {
     }
     text.strip_prefix("/*")
         .map(|body| body.find("*/").map(|i| i + 4).unwrap_or(text.len()))
+}
+
+/// Length of the object or array `text` starts with (strings and comments
+/// inside skipped whole; to the end if unbalanced).
+fn nested_len(text: &str) -> usize {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if let Some(comment) = comment_len(rest) {
+            i += comment;
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        match c {
+            '"' | '\'' => {
+                i += string_len(rest);
+                continue;
+            }
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += c.len_utf8();
+    }
+    text.len()
 }
 
 /// Length of the quoted string `text` starts with (to the end if unclosed).
@@ -292,6 +342,17 @@ mod tests {
         let out = redact(r#"  "gateway": { "auth": { "mode": "token", "token": "s3cr3t" } },"#);
         assert!(!out.contains("s3cr3t"), "{out}");
         assert!(out.contains(r#""mode": "token""#), "{out}");
+    }
+
+    #[test]
+    fn whole_arrays_objects_and_auth_headers_are_redacted() {
+        let out = redact(
+            r#"{ "apiKeys": ["sk-1", "sk-2"], headers: { Authorization: "Bearer sk-3" }, "credentials": { "user": "u", "pass": "p" }, "webhookUrl": "https://x/hook?token=t", "port": 18789 }"#,
+        );
+        for secret in ["sk-1", "sk-2", "sk-3", "\"pass\"", "hook?token"] {
+            assert!(!out.contains(secret), "{secret} leaked: {out}");
+        }
+        assert!(out.contains("\"port\": 18789"), "{out}");
     }
 
     #[test]
