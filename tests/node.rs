@@ -360,9 +360,8 @@ async fn the_node_survives_a_gateway_restart() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
-    let (gw, mut node) = connected(Config::default(), &["--approval", "allow"]).await;
+/// Starts `sleep 30` through `run_command`; its invocation id and pid.
+async fn start_sleeper(gw: &FakeGateway, node: &Node) -> (String, i32) {
     let pid_file = node.ws().join("pid");
     let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
     let id = gw.request(
@@ -371,20 +370,23 @@ async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
         60_000,
     );
     let deadline = Instant::now() + LONG;
-    while !pid_file.exists()
-        || std::fs::read_to_string(&pid_file)
-            .unwrap()
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(&pid_file)
+            .unwrap_or_default()
             .trim()
-            .is_empty()
-    {
-        assert!(Instant::now() < deadline);
+            .parse()
+        {
+            return (id, pid);
+        }
+        assert!(Instant::now() < deadline, "the command never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
+    let (gw, mut node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let (id, pid) = start_sleeper(&gw, &node).await;
     node.signal(libc::SIGINT);
     assert_eq!(node.wait_exit(LONG).await, Some(0));
     assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
@@ -575,26 +577,7 @@ async fn unknown_commands_and_malformed_params_get_clear_errors() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_kills_the_running_invocation() {
     let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
-    let pid_file = node.ws().join("pid");
-    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
-    let id = gw.request(
-        "run_command",
-        &json!({"command": ["/bin/sh", "-c", script]}).to_string(),
-        60_000,
-    );
-    let deadline = Instant::now() + LONG;
-    while std::fs::read_to_string(&pid_file)
-        .map(|s| s.trim().is_empty())
-        .unwrap_or(true)
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (id, pid) = start_sleeper(&gw, &node).await;
     gw.cancel(&id);
     assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
     common::assert_all_gone(&[pid]);

@@ -155,16 +155,7 @@ impl Connection {
     /// Text that is not a frame is skipped (the peer is not trusted to be
     /// well-formed).
     pub async fn recv(&mut self) -> Option<Frame> {
-        loop {
-            match self.ws.next().await? {
-                Ok(Message::Text(text)) => match serde_json::from_str::<Frame>(&text) {
-                    Ok(frame) => return Some(frame),
-                    Err(_) => continue,
-                },
-                Ok(Message::Close(_)) | Err(_) => return None,
-                Ok(_) => continue, // ping/pong/binary
-            }
-        }
+        next_frame(&mut self.ws).await
     }
 
     /// Splits the connection for serving: frames are read here, and sent
@@ -214,6 +205,26 @@ impl Connection {
     }
 }
 
+/// The next frame from `stream`; `None` once it is closed or broken.
+/// Pings are answered by the WebSocket layer as a side effect of reading.
+/// Text that is not a frame is skipped (the peer is not trusted to be
+/// well-formed).
+async fn next_frame<S>(stream: &mut S) -> Option<Frame>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    loop {
+        match stream.next().await? {
+            Ok(Message::Text(text)) => match serde_json::from_str::<Frame>(&text) {
+                Ok(frame) => return Some(frame),
+                Err(_) => continue,
+            },
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => continue, // ping, pong, binary
+        }
+    }
+}
+
 /// Frames waiting for the writer; beyond this the peer is not keeping up.
 const OUTBOX_FRAMES: usize = 256;
 
@@ -226,16 +237,7 @@ impl Inbox {
     /// The next frame; `None` once the connection is closed or broken.
     /// Text that is not a frame is skipped.
     pub async fn recv(&mut self) -> Option<Frame> {
-        loop {
-            match self.stream.next().await? {
-                Ok(Message::Text(text)) => match serde_json::from_str::<Frame>(&text) {
-                    Ok(frame) => return Some(frame),
-                    Err(_) => continue,
-                },
-                Ok(Message::Close(_)) | Err(_) => return None,
-                Ok(_) => continue, // ping (answered by the WebSocket layer), pong, binary
-            }
-        }
+        next_frame(&mut self.stream).await
     }
 }
 
