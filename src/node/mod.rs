@@ -553,7 +553,8 @@ impl Surface {
     }
 
     fn ask(&mut self, outbox: &Outbox) {
-        let params = json!({ "protocolFeatures": [], "workerHost": { "enabled": false } });
+        // What OpenClaw's own node host sends; the gateway refuses an empty list.
+        let params = json!({ "protocolFeatures": ["node-worker-supervisor-v6"], "workerHost": { "enabled": false } });
         self.request_id = outbox.request("node.runnerInventory.update", params);
     }
 
@@ -573,7 +574,12 @@ impl Surface {
             return; // e.g. PAIRING_CHANGED right after connect: ask again later
         }
         if !error.message.contains("awaiting operator approval") {
-            self.approved = true; // not a surface question: stop asking
+            // Not a surface question: say what it was, and stop asking.
+            say(&format!(
+                "the gateway answered the surface check with {}: {}",
+                error.code, error.message
+            ));
+            self.approved = true;
             return;
         }
         let request = error

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""A fake OpenAI-compatible model server for OpenClaw sandboxes (stdlib only).
+
+POST /v1/chat/completions (streaming SSE, as OpenClaw always asks, or not):
+the reply to a user message M is `ECHO: M`. Directives inside M change that:
+  [[delay:SECS]]      answer after SECS seconds
+  [[fail:STATUS]]     answer with HTTP STATUS
+  [[exec:COMMAND]]    call the `exec` tool with {"command": COMMAND, "host": "node"};
+                      once a tool result is in the conversation, answer
+                      `TOOL RESULT: <result>`
+Background prompts of the gateway (asking to reply NO_REPLY) get NO_REPLY.
+GET /v1/models lists the model. Every request body is appended to the log
+file (one JSON line each) so tests can check what reached the model.
+
+Usage: fake_model.py --port PORT --log FILE
+"""
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "fake-model"
+LOG_LOCK = threading.Lock()
+
+
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def user_text(messages):
+    """The user's own words in this turn: the last user message that is not
+    OpenClaw's internal context, without its timestamp prefix and runtime
+    footer (earlier turns of the session come before it)."""
+    for m in reversed(messages):
+        if m.get("role") != "user":
+            continue
+        t = text_of(m.get("content"))
+        if t.startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):
+            continue
+        t = re.sub(r"^\[[^\]]*\] ", "", t, count=1)
+        cut = t.find("\n\nRuntime:")
+        return t if cut < 0 else t[:cut]
+    return ""
+
+
+def tool_results(messages):
+    return [text_of(m.get("content")) for m in messages if m.get("role") == "tool"]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            self.send_json(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        else:
+            self.send_json(200, {"ok": True})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self.send_json(400, {"error": {"message": "bad json"}})
+            return
+        with LOG_LOCK, open(self.server.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(body, ensure_ascii=False) + "\n")
+        messages = body.get("messages", [])
+        said = user_text(messages)
+        everything = "\n".join(text_of(m.get("content")) for m in messages)
+
+        m = re.search(r"\[\[delay:([0-9.]+)\]\]", said)
+        if m:
+            time.sleep(float(m.group(1)))
+        m = re.search(r"\[\[fail:(\d{3})\]\]", said)
+        if m:
+            self.send_json(int(m.group(1)), {"error": {"message": "fake failure", "type": "fake"}})
+            return
+
+        tool_call = None
+        results = tool_results(messages)
+        m = re.search(r"\[\[exec:(.*?)\]\]", said, re.S)
+        if m and not results:
+            tool_call = {"name": "exec", "arguments": json.dumps({"command": m.group(1), "host": "node"})}
+            reply = ""
+        elif results:
+            reply = "TOOL RESULT: " + results[-1]
+        elif "NO_REPLY" in everything and not said:
+            reply = "NO_REPLY"
+        else:
+            reply = "ECHO: " + said
+        if body.get("stream"):
+            self.stream(reply, tool_call)
+        else:
+            msg = {"role": "assistant", "content": reply or None}
+            if tool_call:
+                msg["tool_calls"] = [{"id": "call_1", "type": "function", "function": tool_call}]
+            self.send_json(200, {
+                "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
+                "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_call else "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            })
+
+    def stream(self, reply, tool_call):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": MODEL}
+
+        def chunk(delta, finish=None, usage=None):
+            c = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+            if usage:
+                c["usage"] = usage
+            self.wfile.write(b"data: " + json.dumps(c).encode() + b"\n\n")
+            self.wfile.flush()
+
+        chunk({"role": "assistant", "content": ""})
+        if tool_call:
+            chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": tool_call}]})
+            chunk({}, "tool_calls")
+        else:
+            for i in range(0, len(reply), 64):
+                chunk({"content": reply[i:i + 64]})
+            chunk({}, "stop")
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        self.wfile.write(b"data: " + json.dumps(dict(base, choices=[], usage=usage)).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=18555)
+    ap.add_argument("--log", required=True)
+    args = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.log_path = args.log
+    print(f"fake model on 127.0.0.1:{args.port}", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

