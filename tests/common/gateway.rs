@@ -564,6 +564,14 @@ fn handle_request(
             let _ = results.send(params);
             json!({"type": "res", "id": id, "ok": true, "payload": if late { json!({"ok": true, "ignored": true}) } else { json!({"ok": true}) }})
         }
+        // As the real gateway: an empty feature list is refused.
+        "node.runnerInventory.update"
+            if frame["params"]["protocolFeatures"]
+                .as_array()
+                .is_none_or(|f| f.is_empty()) =>
+        {
+            json!({"type": "res", "id": id, "ok": false, "error": {"code": "INVALID_REQUEST", "message": "invalid node runner inventory"}})
+        }
         "node.runnerInventory.update" if s.surface_pending => {
             json!({"type": "res", "id": id, "ok": false, "error": {
             "code": "UNAVAILABLE",
