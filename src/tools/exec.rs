@@ -306,7 +306,7 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
         Some(dir) => workspace.join(dir),
         None => workspace.to_path_buf(),
     };
-    let text = shell_words::join(&p.command);
+    let text = format_exec_command(&p.command);
     // OpenClaw's exec policy is the gateway's; echoed as it was sent, as
     // the real node host does. This node's own approval happens at run time.
     let security = p.security.unwrap_or_else(|| "full".into());
@@ -327,6 +327,27 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
         "execPolicy": { "security": security, "ask": ask },
         "allowAlwaysCoverage": { "complete": false, "patterns": [] },
     }))
+}
+
+/// OpenClaw's own rendering of an argv (`formatExecCommand`): the gateway
+/// checks that `system.run`'s `rawCommand` equals it, so the plan's
+/// `commandText` must be written exactly this way — an argument is quoted
+/// with `"` only when it is empty or holds whitespace or a `"`.
+fn format_exec_command(argv: &[String]) -> String {
+    // JavaScript's \s: Unicode White_Space without U+0085, plus U+FEFF.
+    let js_space = |c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}';
+    argv.iter()
+        .map(|arg| {
+            if arg.is_empty() {
+                "\"\"".to_owned()
+            } else if !arg.chars().any(|c| js_space(c) || c == '"') {
+                arg.clone()
+            } else {
+                format!("\"{}\"", arg.replace('"', "\\\""))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Names one `system.which` looks up at most.
@@ -447,6 +468,20 @@ mod tests {
         let result = which(json!({"bins": ["sh", "nonexistentbin"]})).unwrap();
         assert!(result["bins"]["sh"].as_str().unwrap().ends_with("/sh"));
         assert!(result["bins"].get("nonexistentbin").is_none());
+    }
+
+    #[test]
+    fn command_text_is_rendered_as_openclaw_renders_it() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // from frames/openclaw-node-host-first-connect.jsonl
+        assert_eq!(
+            format_exec_command(&argv(&["/bin/sh", "-lc", "echo hello-from-node; uname -s"])),
+            r#"/bin/sh -lc "echo hello-from-node; uname -s""#
+        );
+        assert_eq!(
+            format_exec_command(&argv(&["echo", "", r#"say "hi""#, "a'b"])),
+            r#"echo "" "say \"hi\"" a'b"#
+        );
     }
 
     #[test]
