@@ -51,7 +51,13 @@ def user_text(messages):
 
 
 def tool_results(messages):
-    return [text_of(m.get("content")) for m in messages if m.get("role") == "tool"]
+    """Tool results of this turn: those after the user's last own message
+    (earlier turns of the session may hold results of their own)."""
+    last_user = 0
+    for i, m in enumerate(messages):
+        if m.get("role") == "user" and not text_of(m.get("content")).startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):
+            last_user = i
+    return [text_of(m.get("content")) for m in messages[last_user:] if m.get("role") == "tool"]
 
 
 class Handler(BaseHTTPRequestHandler):

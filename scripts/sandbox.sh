@@ -8,6 +8,7 @@
 #   scripts/sandbox.sh up        install, then start the fake model and the gateway
 #   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
 #   scripts/sandbox.sh down      stop exactly what `up` started
+#   scripts/sandbox.sh restart-gateway   stop and start the gateway only
 #   scripts/sandbox.sh demo      up, then ask the router one question through it
 #
 # Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
@@ -64,8 +65,7 @@ config() {
                           "pairing": { "autoApproveLocal": ${CLAWBOT_SANDBOX_AUTO_APPROVE:-true} } } },
   "update": { "checkOnStart": false }, "telemetry": { "enabled": false },
   "logging": { "file": "$run/logs/openclaw.log" },
-  "agents": { "defaults": { "workspace": "$run/workspace", "model": { "primary": "fakellm/fake-model" } },
-              "list": [ { "id": "main", "default": true }, { "id": "ops" } ] },
+  "agents": { "defaults": { "workspace": "$run/workspace", "model": { "primary": "fakellm/fake-model" } } },
   "models": { "mode": "merge", "providers": { "fakellm": {
       "baseUrl": "http://127.0.0.1:$model_port/v1", "apiKey": "sk-fake-local", "api": "openai-completions",
       "models": [ { "id": "fake-model", "name": "Fake Model", "reasoning": false, "input": ["text"],
@@ -84,15 +84,25 @@ start() {
 up() {
   install
   down quiet
+  # Every `up` starts from a clean state: no sessions, devices or nodes of
+  # an earlier run.
+  # OpenClaw keeps last-good copies of its config and restores them over a
+  # config rewritten behind its back: those go too.
+  rm -rf "$run/state" "$run/workspace" "$run/home" "$run/logs" "$run"/openclaw.json*
   mkdir -p "$run/state" "$run/logs" "$run/workspace" "$run/home" "$run/cache"
   config
   eval "$(exports)"
   : >"$CLAWBOT_SANDBOX_MODEL_LOG"
   start model python3 "$here/fake_model.py" --port "$model_port" --log "$CLAWBOT_SANDBOX_MODEL_LOG"
+  start_gateway
+}
+
+start_gateway() {
+  eval "$(exports)"
   start gateway openclaw gateway run --port "$port" --bind loopback --auth token --token "$token"
   say "waiting for the gateway on 127.0.0.1:$port (about 15 s)"
   for _ in $(seq 1 240); do
-    if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
+    if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" 2>/dev/null; then
       say "ready: eval \"\$(scripts/sandbox.sh env)\" points a shell at it"
       return 0
     fi
@@ -105,10 +115,12 @@ up() {
   exit 1
 }
 
-# Stops each recorded session: TERM, up to 5 s, then KILL.
+# Stops each recorded session (or only those named after the first
+# argument): TERM, up to 5 s, then KILL.
 down() {
   local quiet=${1:-}
-  for name in gateway model; do
+  local names=${2:-gateway model}
+  for name in $names; do
     local file="$run/$name.pid"
     [ -f "$file" ] || continue
     local pid; pid=$(cat "$file")
@@ -125,11 +137,12 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   env) exports ;;
+  restart-gateway) down quiet gateway; start_gateway ;;
   demo)
     up
     eval "$(exports)"
     (cd "$here/.." && cargo build --release --quiet)
     "$here/../target/release/clawbot_router" --agent main --message "${2:-总结最近的日志}" --timeout 120
     ;;
-  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac

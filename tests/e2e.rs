@@ -1,0 +1,484 @@
+//! End to end against the real OpenClaw (issue 4): the router's CLI path and
+//! the node, through a gateway started by `scripts/sandbox.sh` with a fake
+//! model. Ignored by a plain `cargo test` (they need the sandbox); run them
+//! with `scripts/e2e.sh`, which brings the sandbox up, runs
+//! `cargo test --test e2e -- --ignored --test-threads=1`, and takes it down.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The sandbox's environment, as `scripts/sandbox.sh env` exports it.
+fn sandbox() -> Vec<(String, String)> {
+    let keys = [
+        "PATH",
+        "OPENCLAW_STATE_DIR",
+        "OPENCLAW_CONFIG_PATH",
+        "OPENCLAW_HOME",
+        "XDG_CACHE_HOME",
+        "OPENCLAW_NO_AUTO_UPDATE",
+        "OPENCLAW_DISABLE_BONJOUR",
+        "OPENCLAW_OFFLINE",
+        "DO_NOT_TRACK",
+        "OPENCLAW_HIDE_BANNER",
+        "OPENCLAW_SUPPRESS_NOTES",
+        "NO_COLOR",
+        "OPENCLAW_GATEWAY_TOKEN",
+        "OPENCLAW_GATEWAY_URL",
+    ];
+    assert!(
+        std::env::var_os("CLAWBOT_SANDBOX_MODEL_LOG").is_some(),
+        "no sandbox: run these tests with scripts/e2e.sh"
+    );
+    keys.iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+/// The router, pointed at the sandbox's real openclaw.
+fn real_router() -> Command {
+    let mut cmd = router();
+    cmd.envs(sandbox());
+    cmd
+}
+
+/// `openclaw ARGS` in the sandbox: stdout, stderr, exit code.
+fn openclaw(args: &[&str]) -> (String, String, Option<i32>) {
+    let out = Command::new("openclaw")
+        .args(args)
+        .envs(sandbox())
+        .stdin(Stdio::null())
+        .output()
+        .expect("openclaw on PATH");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+fn openclaw_json(args: &[&str]) -> Value {
+    let (stdout, stderr, code) = openclaw(args);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("openclaw {args:?} gave no JSON ({e}, rc {code:?}):\n{stdout}\n{stderr}")
+    })
+}
+
+/// What the fake model last received as the user's own words.
+fn last_user_text() -> String {
+    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    let request: Value =
+        serde_json::from_str(log.lines().last().expect("no model request")).unwrap();
+    let text = |c: &Value| match c {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    };
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| text(&m["content"]))
+        .rfind(|t| !t.starts_with("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"))
+        .unwrap();
+    let body = user
+        .split_once("] ")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(user);
+    match body.find("\n\nRuntime:") {
+        Some(cut) => body[..cut].to_owned(),
+        None => body,
+    }
+}
+
+/// Processes anywhere carrying a router run tag (none may outlive a run).
+fn tagged_processes() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|v| v.starts_with(b"CLAWBOT_ROUTER_RUN_ID="))
+                })
+                .unwrap_or(false)
+                && alive(*pid as i32)
+        })
+        .collect()
+}
+
+fn unique(label: &str) -> String {
+    format!("{label} {}", uuid::Uuid::new_v4().simple())
+}
+
+// ---- Router, CLI path ------------------------------------------------------
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_reply_arrives_as_content() {
+    let message = unique("总结最近的日志");
+    let run = run(real_router().args(["-a", "main", "-m", &message, "--timeout", "120"]));
+    assert_eq!(run.stdout, expected_line(&format!("ECHO: {message}\n")));
+    assert_eq!(run.code, Some(0));
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_agent_and_to_routes() {
+    let message = unique("for main");
+    let named = run(real_router().args(["--agent", "main", "-m", &message, "--timeout", "120"]));
+    assert_eq!(named.content(), format!("ECHO: {message}\n"));
+    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    assert!(
+        log.lines().last().unwrap().contains("agent=main"),
+        "the turn did not run as main"
+    );
+
+    let message = unique("to a destination");
+    let routed =
+        run(real_router().args(["--to", "+15555550123", "-m", &message, "--timeout", "120"]));
+    assert_eq!(routed.content(), format!("ECHO: {message}\n"));
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_unknown_agents_error_arrives_verbatim() {
+    let run = run(real_router().args([
+        "-a",
+        "nosuchagent",
+        "-m",
+        "hi",
+        "--timeout",
+        "120",
+        "--meta",
+    ]));
+    let (stdout, stderr, code) = openclaw(&["agent", "--agent", "nosuchagent", "--message", "hi"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(run.content(), format!("{stdout}{stderr}"));
+    assert!(run.content().contains("nosuchagent"));
+    assert_eq!(run.meta()["exitCode"], 1);
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_slow_model_times_out_and_leaves_nothing_behind() {
+    let started = Instant::now();
+    let timed_out = run(real_router().args([
+        "-a",
+        "main",
+        "-m",
+        "[[delay:12]] slow",
+        "--timeout",
+        "5",
+        "--grace",
+        "1",
+    ]));
+    assert!(
+        timed_out.content().ends_with(
+            "[clawbot_router] 远程 clawBot 处理超时（超过 5 秒未完成），本次结果已中止。"
+        ),
+        "{}",
+        timed_out.stdout
+    );
+    assert!(
+        timed_out.elapsed < Duration::from_secs(5 + 1 + 1),
+        "{:?}",
+        timed_out.elapsed
+    );
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !tagged_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        tagged_processes(),
+        Vec::<u32>::new(),
+        "processes outlived the router"
+    );
+    // The gateway finishes the abandoned turn on its own (aborting it is the
+    // gateway path's job), and OpenClaw hands its message to the session's
+    // next turn as "queued": let that turn happen here, not in another test.
+    std::thread::sleep(Duration::from_secs(14).saturating_sub(started.elapsed()));
+    let next =
+        run(real_router().args(["-a", "main", "-m", "after the timeout", "--timeout", "120"]));
+    assert!(
+        next.content().contains("after the timeout"),
+        "{}",
+        next.stdout
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_hostile_messages_reach_the_model_byte_for_byte() {
+    let big = format!("{} end", "长文本 long text ".repeat(5_000)); // ~100 KB
+    let over_argv = "y".repeat(200_000); // through --message-file
+    for message in [
+        r#"say "hi" and 'bye'"#,
+        "line one\nline two\n  indented",
+        "$(touch /tmp/clawbot_e2e_pwned) `id` ${HOME}",
+        "--help --agent evil",
+        "-m",
+        "emoji 🦀🔥 中文",
+        big.as_str(),
+        over_argv.as_str(),
+    ] {
+        let args = json!({ "agent": "main", "message": message }).to_string();
+        let run = run_with_stdin(
+            real_router().args(["--args-json", "-", "--timeout", "120"]),
+            args.as_bytes(),
+        );
+        assert_eq!(last_user_text(), message, "the model got something else");
+        assert_eq!(run.content(), format!("ECHO: {message}\n"));
+    }
+    assert!(!Path::new("/tmp/clawbot_e2e_pwned").exists());
+}
+
+// ---- Node --------------------------------------------------------------------
+
+struct RealNode {
+    child: Child,
+    log: PathBuf,
+    name: String,
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+}
+
+impl RealNode {
+    fn start(name: &str, args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("peer.txt"), "peer-file-content-42\n").unwrap();
+        let log = dir.path().join("node.log");
+        let child = real_router()
+            .args(["node", "--display-name", name])
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("--workspace")
+            .arg(&ws)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        RealNode {
+            child,
+            log,
+            name: name.to_owned(),
+            _dir: dir,
+            ws,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_log(&self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node never printed {needle:?}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Approves the node's command surface the way an operator does.
+    fn approve_surface(&self) {
+        let log = self.wait_log("openclaw nodes approve ", Duration::from_secs(60));
+        let request = log
+            .split("openclaw nodes approve ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let pending = openclaw_json(&["nodes", "pending", "--json"]);
+        assert!(pending.to_string().contains(request), "{pending}");
+        let (_, stderr, code) = openclaw(&["nodes", "approve", request]);
+        assert_eq!(code, Some(0), "{stderr}");
+        self.wait_log("approved", Duration::from_secs(30));
+    }
+
+    fn invoke(&self, command: &str, params: Value) -> Value {
+        let params = params.to_string();
+        let (stdout, stderr, _) = openclaw(&[
+            "nodes",
+            "invoke",
+            "--node",
+            &self.name,
+            "--command",
+            command,
+            "--params",
+            &params,
+            "--json",
+        ]);
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|_| panic!("no JSON from nodes invoke {command}:\n{stdout}\n{stderr}"))
+    }
+}
+
+impl Drop for RealNode {
+    fn drop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_node_serves_openclaws_commands_and_its_own() {
+    let node = RealNode::start("e2e-tools", &["--approval", "deny"]);
+    node.approve_surface();
+    let which = node.invoke("system.which", json!({"bins": ["sh"]}));
+    assert!(
+        which["payload"]["bins"]["sh"]
+            .as_str()
+            .unwrap()
+            .ends_with("/sh"),
+        "{which}"
+    );
+    let read = node.invoke("read_file", json!({"path": "peer.txt"}));
+    assert_eq!(
+        read["payload"]["content"], "peer-file-content-42\n",
+        "{read}"
+    );
+    let list = node.invoke("list_files", json!({"path": "."}));
+    assert!(list.to_string().contains("peer.txt"), "{list}");
+    let search = node.invoke(
+        "search_files",
+        json!({"query": "content-42", "searchContent": true}),
+    );
+    assert!(search.to_string().contains("peer.txt"), "{search}");
+    let info = node.invoke("system_info", json!({}));
+    assert_eq!(info["payload"]["os"], "linux", "{info}");
+    assert!(
+        info["payload"]["openclaw"]["version"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2026.9.6"),
+        "{info}"
+    );
+    let refused = node.invoke("write_file", json!({"path": "x.txt", "content": "x"}));
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(refused.to_string().contains("USER_REJECTED"), "{refused}");
+    assert!(!node.ws.join("x.txt").exists());
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_agents_exec_on_the_node_runs_here() {
+    let node = RealNode::start("e2e-exec", &["--allow-command", "system.run"]);
+    node.approve_surface();
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let run = run(real_router().args([
+        "-a",
+        "main",
+        "-m",
+        &format!("[[exec:echo from-node-{marker}; uname -s]]"),
+        "--timeout",
+        "120",
+    ]));
+    assert!(
+        run.content()
+            .contains(&format!("from-node-{marker}\nLinux")),
+        "{}",
+        run.stdout
+    );
+    let log = node.log();
+    assert!(
+        log.contains("system.run.prepare → ok") && log.contains("system.run → ok"),
+        "{log}"
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_node_survives_a_gateway_restart() {
+    let node = RealNode::start("e2e-restart", &[]);
+    node.approve_surface();
+    let status = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/sandbox.sh"))
+        .arg("restart-gateway")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    node.wait_log("connection lost", Duration::from_secs(30));
+    let connected = node.log().matches("connected to").count();
+    assert!(connected >= 1);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while node.log().matches("connected to").count() < 2 {
+        assert!(Instant::now() < deadline, "no reconnect:\n{}", node.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let which = node.invoke("system.which", json!({"bins": ["sh"]}));
+    assert_eq!(which["ok"], true, "{which}");
+}
+
+/// Sets `gateway.nodes.pairing.autoApproveLocal` and gives the gateway's
+/// hot reload a moment.
+fn auto_approve_local(on: bool) {
+    let key = "gateway.nodes.pairing.autoApproveLocal";
+    let value = if on { "true" } else { "false" };
+    // openclaw 2026.9.6's `config set` may exit 1 on an unrelated migration
+    // warning after writing the value; what counts is the value it reads back.
+    let (_, stderr, _) = openclaw(&["config", "set", key, value, "--strict-json"]);
+    let (now, _, _) = openclaw(&["config", "get", key]);
+    assert_eq!(now.trim(), value, "config set did not take: {stderr}");
+    std::thread::sleep(Duration::from_secs(3)); // hot reload
+}
+
+/// Puts loopback auto-approval back, even when the test fails.
+struct AutoApproveBack;
+
+impl Drop for AutoApproveBack {
+    fn drop(&mut self) {
+        auto_approve_local(true);
+    }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_manual_pairing_with_devices_approve() {
+    let _back = AutoApproveBack;
+    auto_approve_local(false);
+    let node = RealNode::start("e2e-manual", &[]);
+    let log = node.wait_log("openclaw devices approve ", Duration::from_secs(60));
+    let request = log
+        .split("openclaw devices approve ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let devices = openclaw_json(&["devices", "list", "--json"]);
+    assert!(devices.to_string().contains(&request), "{devices}");
+    let (_, stderr, code) = openclaw(&["devices", "approve", &request]);
+    assert_eq!(code, Some(0), "{stderr}");
+    node.wait_log("connected to", Duration::from_secs(60));
+    node.approve_surface();
+    let read = node.invoke("read_file", json!({"path": "peer.txt"}));
+    assert_eq!(read["ok"], true, "{read}");
+}
