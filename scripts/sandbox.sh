@@ -143,6 +143,7 @@ case "${1:-}" in
     eval "$(exports)"
     (cd "$here/.." && cargo build --release --quiet)
     "$here/../target/release/clawbot_router" --agent main --message "${2:-总结最近的日志}" --timeout 120
+    say "the sandbox keeps running: scripts/sandbox.sh down stops it"
     ;;
   *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac
