@@ -381,10 +381,24 @@ fn e2e_node_serves_openclaws_commands_and_its_own() {
             .contains("2026.9.6"),
         "{info}"
     );
-    let refused = node.invoke("write_file", json!({"path": "x.txt", "content": "x"}));
-    assert_eq!(refused["ok"], false, "{refused}");
-    assert!(refused.to_string().contains("USER_REJECTED"), "{refused}");
-    assert!(!node.ws.join("x.txt").exists());
+    let config = node.invoke("read_config", json!({}));
+    let text = config["payload"]["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("fakellm") && !text.contains("clawbot-sandbox-token"),
+        "{config}"
+    );
+    let validated = node.invoke("validate_config", json!({}));
+    assert_eq!(validated["ok"], true, "{validated}");
+    assert!(validated["payload"]["exitCode"].is_number(), "{validated}");
+    for (command, params) in [
+        ("write_file", json!({"path": "x.txt", "content": "x"})),
+        ("run_command", json!({"command": "touch y.txt"})),
+    ] {
+        let refused = node.invoke(command, params);
+        assert_eq!(refused["ok"], false, "{refused}");
+        assert!(refused.to_string().contains("USER_REJECTED"), "{refused}");
+    }
+    assert!(!node.ws.join("x.txt").exists() && !node.ws.join("y.txt").exists());
 }
 
 #[test]

@@ -69,7 +69,9 @@ async fn handshake(
     let config = WebSocketConfig::default()
         .max_message_size(Some(64 << 20))
         .max_frame_size(Some(64 << 20));
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
+    // Small frames must leave at once: Nagle plus delayed ACKs add tens of
+    // milliseconds to a round trip.
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
         .await
         .map_err(|e| ConnectError::Transport(e.to_string()))?;
     let mut conn = Connection {

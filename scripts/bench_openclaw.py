@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Benchmarks against the real OpenClaw (needs `scripts/sandbox.sh up` and
+`eval "$(scripts/sandbox.sh env)"`, and `cargo build --release`).
+
+4. node host: clawbot_router node vs OpenClaw's `openclaw node run` on the
+   same gateway — start → hello-ok, RSS idle and after N invokes, and the
+   system.which round trip (p50/p90/p99) from a WebSocket operator client.
+5. end-to-end router call with the instant fake model: wall time of the CLI
+   path, and where it goes (the turn's own durationMs vs CLI start-up), next
+   to the same turn over one operator WebSocket.
+Prints figures; asserts nothing.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROUTER = os.path.join(ROOT, "target", "release", "clawbot_router")
+OPERATOR = os.path.join(ROOT, "scripts", "bench", "operator.mjs")
+N = int(os.environ.get("BENCH_INVOKES", "1000"))
+
+
+def tree_rss_kib(pid):
+    """RSS of pid and all its descendants, KiB."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError):
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            for line in open(f"/proc/{p}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def openclaw(*args):
+    out = subprocess.run(["openclaw", *args], capture_output=True, text=True)
+    return out.stdout
+
+
+def wait_for(predicate, limit=120, step=0.01):
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        if predicate():
+            return time.perf_counter() - start
+        time.sleep(step)
+    raise SystemExit("timed out")
+
+
+def pending_request(name):
+    for p in json.loads(openclaw("nodes", "pending", "--json") or "[]"):
+        if p.get("displayName") == name:
+            return p["requestId"], p["nodeId"]
+    return None
+
+
+GATEWAY_LOG = os.path.join(os.environ.get("CLAWBOT_SANDBOX_DIR", "/tmp/clawbot-sandbox"), "logs", "gateway.out")
+
+
+def bench_node(label, argv, name):
+    """Starts a node host, times start → hello-ok (both hosts send
+    node.runnerInventory.update right after it; the gateway logs it),
+    approves its surface, measures RSS and the invoke round trip."""
+    seen = os.path.getsize(GATEWAY_LOG)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def greeted():
+        with open(GATEWAY_LOG, encoding="utf-8", errors="replace") as f:
+            f.seek(seen)
+            return "node.runnerInventory.update" in f.read()
+
+    hello = wait_for(greeted)
+    found = []
+    wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
+    request, node_id = found[-1]
+    openclaw("nodes", "approve", request)
+    time.sleep(3)
+    idle = tree_rss_kib(proc.pid)
+    out = subprocess.run(["node", OPERATOR, "invoke", node_id, str(N)], capture_output=True, text=True)
+    stats = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr.strip()}
+    after = tree_rss_kib(proc.pid)
+    os.killpg(proc.pid, 15)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+    print(f"{label}: start → hello-ok {hello*1e3:.0f} ms; RSS idle {idle/1024:.1f} MiB, after {N} invokes "
+          f"{after/1024:.1f} MiB; system.which round trip {fmt(stats)}")
+    return stats
+
+
+def fmt(s):
+    if "error" in s:
+        return "failed: " + s["error"]
+    return f"p50 {s['p50']:.2f} ms, p90 {s['p90']:.2f} ms, p99 {s['p99']:.2f} ms"
+
+
+def main():
+    if "OPENCLAW_GATEWAY_URL" not in os.environ:
+        sys.exit('run `scripts/sandbox.sh up` and `eval "$(scripts/sandbox.sh env)"` first')
+    tmp = tempfile.mkdtemp()
+    ours = bench_node("clawbot_router node", [ROUTER, "node", "--display-name", "bench-ours", "--state-dir",
+                                              f"{tmp}/ours", "--workspace", tmp], "bench-ours")
+    theirs_argv = ["env", f"OPENCLAW_STATE_DIR={tmp}/oc-node", "openclaw", "node", "run", "--host", "127.0.0.1",
+                   "--port", os.environ["OPENCLAW_GATEWAY_URL"].rsplit(":", 1)[1], "--no-tls",
+                   "--display-name", "bench-openclaw"]
+    theirs = bench_node("openclaw node run   ", theirs_argv, "bench-openclaw")
+    if "p50" in ours and "p50" in theirs:
+        print(f"round-trip ratio (openclaw node run / ours): p50 {theirs['p50']/ours['p50']:.2f}x, "
+              f"p99 {theirs['p99']/ours['p99']:.2f}x")
+
+    walls, turns, ws = [], [], []
+    for i in range(5):
+        t = time.perf_counter()
+        subprocess.run([ROUTER, "-a", "main", "-m", f"bench {i}", "--timeout", "120"], capture_output=True)
+        walls.append(time.perf_counter() - t)
+        out = openclaw("agent", "--agent", "main", "--message", f"bench json {i}", "--json")
+        try:
+            turns.append(json.loads(out)["result"]["meta"]["durationMs"] / 1000)
+        except (ValueError, KeyError):
+            pass
+        out = subprocess.run(["node", OPERATOR, "agent", f"bench ws {i}"], capture_output=True, text=True)
+        if out.returncode == 0:
+            ws.append(json.loads(out.stdout)["totalMs"] / 1000)
+    w = statistics.median(walls)
+    turn = statistics.median(turns) if turns else float("nan")
+    line = f"router CLI path: {w*1e3:.0f} ms wall (median of 5); the turn itself {turn*1e3:.0f} ms, so ~{(w-turn)*1e3:.0f} ms is openclaw CLI start-up and connect"
+    if ws:
+        line += f"; the same turn over one operator WebSocket: {statistics.median(ws)*1e3:.0f} ms ({w/statistics.median(ws):.1f}x faster)"
+    print(line)
+
+
+if __name__ == "__main__":
+    main()
