@@ -374,7 +374,7 @@ impl Node {
             max_protocol: MAX_PROTOCOL,
             client,
             caps: vec!["system".into(), "file".into()],
-            commands: tools::COMMANDS.iter().map(|c| c.to_string()).collect(),
+            commands: tools::command_names(),
             permissions: Default::default(),
             path_env: std::env::var("PATH").ok(),
             auth: Auth {
@@ -662,6 +662,11 @@ fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
 /// `payload_json` as it will travel (escaped inside the frame) within
 /// `limit` bytes; the size it had when it cannot be made to fit.
 fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
+    // Escaping grows text at most six-fold (a control byte becomes \u00XX):
+    // most results are known to fit without serialising them again.
+    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit {
+        return Ok(payload_json);
+    }
     let framed = |text: &str| {
         serde_json::to_string(text)
             .map(|s| s.len())

@@ -30,19 +30,66 @@ use sandbox::Workspace;
 /// Every command this node declares in `connect.commands`: OpenClaw's own
 /// (allowed by the gateway's default Linux allowlist) and the seed's tools
 /// (which the operator must add to `gateway.nodes.commands.allow`).
-pub const COMMANDS: &[&str] = &[
-    "system.run.prepare",
-    "system.run",
-    "system.which",
-    "read_file",
-    "list_files",
-    "search_files",
-    "read_config",
-    "validate_config",
-    "system_info",
-    "write_file",
-    "run_command",
-];
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Prepare,
+    Run,
+    Which,
+    ReadFile,
+    ListFiles,
+    SearchFiles,
+    ReadConfig,
+    ValidateConfig,
+    SystemInfo,
+    WriteFile,
+    RunCommand,
+}
+
+impl Tool {
+    const ALL: [Tool; 11] = [
+        Tool::Prepare,
+        Tool::Run,
+        Tool::Which,
+        Tool::ReadFile,
+        Tool::ListFiles,
+        Tool::SearchFiles,
+        Tool::ReadConfig,
+        Tool::ValidateConfig,
+        Tool::SystemInfo,
+        Tool::WriteFile,
+        Tool::RunCommand,
+    ];
+
+    /// The name on the wire.
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Prepare => "system.run.prepare",
+            Tool::Run => "system.run",
+            Tool::Which => "system.which",
+            Tool::ReadFile => "read_file",
+            Tool::ListFiles => "list_files",
+            Tool::SearchFiles => "search_files",
+            Tool::ReadConfig => "read_config",
+            Tool::ValidateConfig => "validate_config",
+            Tool::SystemInfo => "system_info",
+            Tool::WriteFile => "write_file",
+            Tool::RunCommand => "run_command",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// The names of every command, for `connect.commands`.
+pub fn command_names() -> Vec<String> {
+    Tool::ALL.iter().map(|c| c.name().to_owned()).collect()
+}
+
+/// A command's work, prepared but not started.
+type Work<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
 /// Entries a listing or search returns at most.
 const MAX_ENTRIES: usize = 5_000;
@@ -102,69 +149,111 @@ impl Tools {
         result
     }
 
+    /// One command, three steps: describe the call and prepare its work
+    /// (lazily: nothing runs yet), ask the policy once, then run it.
     async fn dispatch(
         self: &Arc<Self>,
         inv: &Invocation<'_>,
         decision: &mut Option<Decision>,
     ) -> Result<Value, ToolError> {
+        let Some(command) = Tool::parse(inv.command) else {
+            return Err(ToolError::new(
+                "UNKNOWN_COMMAND",
+                format!(
+                    "this node has no command {:?}; it offers {}",
+                    inv.command,
+                    command_names().join(", ")
+                ),
+            ));
+        };
         let params = parse_params(inv.params_json)?;
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
-        let safe = |command: &str, what: String| Call {
-            command: command.to_owned(),
+        let name = command.name();
+        let safe = Call {
+            command: name.to_owned(),
             risk: Risk::Safe,
-            summary: what,
+            summary: name.to_owned(),
             exec: None,
         };
-        let call = match inv.command {
-            "system.which" => safe(inv.command, String::new()),
-            "system.run.prepare" => safe(inv.command, String::new()),
-            "read_file" | "list_files" | "search_files" | "read_config" | "validate_config"
-            | "system_info" => safe(inv.command, String::new()),
-            "write_file" => {
+        // `stops_itself`: a command stops its process tree on cancel (TERM,
+        // grace, KILL); other work is simply abandoned.
+        let (call, work, stops_itself): (Call, Work<'_>, bool) = match command {
+            Tool::Which => (
+                safe,
+                Box::pin(self.blocking(move |_| exec::which(params))),
+                false,
+            ),
+            Tool::Prepare => (
+                safe,
+                Box::pin(async move { exec::prepare(params, &root) }),
+                false,
+            ),
+            Tool::SystemInfo => (
+                safe,
+                Box::pin(async move { Ok(system::system_info(&root).await) }),
+                false,
+            ),
+            Tool::ReadConfig => (
+                safe,
+                Box::pin(self.blocking(|_| system::read_config())),
+                false,
+            ),
+            Tool::ValidateConfig => (safe, Box::pin(system::validate_config()), false),
+            Tool::ReadFile => {
+                let p = typed(&params)?;
+                (
+                    safe,
+                    Box::pin(self.blocking(move |ws| fs::read_file(ws, p, max))),
+                    false,
+                )
+            }
+            Tool::ListFiles => {
+                let p = typed(&params)?;
+                (
+                    safe,
+                    Box::pin(self.blocking(move |ws| fs::list_files(ws, p, MAX_ENTRIES))),
+                    false,
+                )
+            }
+            Tool::SearchFiles => {
+                let p = typed(&params)?;
+                (
+                    safe,
+                    Box::pin(self.blocking(move |ws| fs::search_files(ws, p, MAX_MATCHES))),
+                    false,
+                )
+            }
+            Tool::WriteFile => {
                 let p: fs::WriteFile = typed(&params)?;
-                Call {
-                    command: inv.command.to_owned(),
+                let call = Call {
+                    command: name.to_owned(),
                     risk: Risk::Risky,
                     summary: format!("write_file: {} ({} bytes)", p.path, p.content.len()),
                     exec: None,
-                }
+                };
+                (
+                    call,
+                    Box::pin(self.blocking(move |ws| fs::write_file(ws, p))),
+                    false,
+                )
             }
-            "system.run" | "run_command" => {
+            Tool::Run | Tool::RunCommand => {
                 // Resolving touches the filesystem (PATH, cwd): blocking pool.
-                let (command, params, root, timeout) = (
-                    inv.command.to_owned(),
-                    params.clone(),
-                    root.clone(),
-                    inv.timeout,
-                );
+                let timeout = inv.timeout;
                 let request = self
                     .blocking(move |_| {
-                        if command == "system.run" {
+                        if command == Tool::Run {
                             exec::parse_system_run(params, &root, timeout)
                         } else {
                             exec::parse_run_command(params, &root, timeout)
                         }
                     })
                     .await?;
-                let call = request.call(inv.command);
-                let verdict =
-                    cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
-                let allowed = matches!(verdict, Decision::Allowed(_));
-                *decision = Some(verdict.clone());
-                if !allowed {
-                    return Err(refusal(verdict));
-                }
-                return request.run(max, inv.cancel.cancelled()).await;
-            }
-            other => {
-                return Err(ToolError::new(
-                    "UNKNOWN_COMMAND",
-                    format!(
-                        "this node has no command {other:?}; it offers {}",
-                        COMMANDS.join(", ")
-                    ),
-                ));
+                let call = request.call(name);
+                let cancel = inv.cancel.clone();
+                let work = Box::pin(async move { request.run(max, cancel.cancelled()).await });
+                (call, work, true)
             }
         };
         let verdict = cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
@@ -172,37 +261,11 @@ impl Tools {
         if !matches!(verdict, Decision::Allowed(_)) {
             return Err(refusal(verdict));
         }
-        // Commands stop their process tree themselves on cancel (TERM, grace,
-        // KILL); everything else is simply abandoned.
-        let work = async move {
-            match inv.command {
-                "system.which" => self.blocking(move |_| exec::which(params)).await,
-                "system.run.prepare" => exec::prepare(params, &root),
-                "system_info" => Ok(system::system_info(&root).await),
-                "read_config" => self.blocking(move |_| system::read_config()).await,
-                "validate_config" => system::validate_config().await,
-                "read_file" => {
-                    let p = typed(&params)?;
-                    self.blocking(move |ws| fs::read_file(ws, p, max)).await
-                }
-                "list_files" => {
-                    let p = typed(&params)?;
-                    self.blocking(move |ws| fs::list_files(ws, p, MAX_ENTRIES))
-                        .await
-                }
-                "search_files" => {
-                    let p = typed(&params)?;
-                    self.blocking(move |ws| fs::search_files(ws, p, MAX_MATCHES))
-                        .await
-                }
-                "write_file" => {
-                    let p = typed(&params)?;
-                    self.blocking(move |ws| fs::write_file(ws, p)).await
-                }
-                _ => unreachable!("every command was classified above"),
-            }
-        };
-        cancellable(&inv.cancel, work).await?
+        if stops_itself {
+            work.await
+        } else {
+            cancellable(&inv.cancel, work).await?
+        }
     }
 
     /// File work runs on the blocking pool, never on the connection's thread.
