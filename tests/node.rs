@@ -26,12 +26,16 @@ struct Node {
 
 impl Node {
     fn start(url: &str, args: &[&str]) -> Node {
-        Self::start_in(tempfile::tempdir().unwrap(), url, args)
+        Self::start_with_env(url, args, &[])
     }
 
-    fn start_in(dir: tempfile::TempDir, url: &str, args: &[&str]) -> Node {
+    fn start_with_env(url: &str, args: &[&str], env: &[(&str, &Path)]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         let mut cmd = common::router();
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
         cmd.args(["node", "--gateway", url, "--display-name", "test-node"])
             .arg("--state-dir")
             .arg(dir.path().join("state"))
@@ -469,9 +473,9 @@ async fn deny_command_forbids_and_allow_command_pre_approves() {
         .await;
     assert_eq!(error_code(&r), "FORBIDDEN");
     let r = gw
-        .invoke("run_command", json!({"command": ["sudo", "id"]}))
+        .invoke("run_command", json!({"command": ["sh", "-c", "sudo id"]}))
         .await;
-    assert!(["FORBIDDEN", "NOT_FOUND"].contains(&error_code(&r).as_str()));
+    assert_eq!(error_code(&r), "FORBIDDEN", "a built-in rule inside sh -c");
     let (gw2, _node2) = connected(Config::default(), &["--allow-command", "echo"]).await;
     let r = gw2
         .invoke(
@@ -651,12 +655,47 @@ async fn system_info_and_config_tools_answer() {
         Path::new(info["workspace"].as_str().unwrap()),
         node.ws().canonicalize().unwrap()
     );
-    // no openclaw.json where the test points HOME: a clear NOT_FOUND
-    let r = gw.invoke("read_config", json!({})).await;
-    assert!(
-        ["NOT_FOUND", "IO_ERROR"].contains(&error_code(&r).as_str())
-            || payload(&r)["redacted"] == true
+}
+
+/// `read_config` through a node whose OPENCLAW_CONFIG_PATH is `config`.
+async fn read_config_via(config: &Path) -> Value {
+    let gw = FakeGateway::start(Config::default()).await;
+    let _node = Node::start_with_env(
+        &gw.url(),
+        &["--token", TOKEN],
+        &[("OPENCLAW_CONFIG_PATH", config)],
     );
+    gw.wait_hellos(1, LONG).await;
+    gw.invoke("read_config", json!({})).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_config_sends_the_users_config_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("openclaw.json");
+    std::fs::write(
+        &config,
+        r#"{ // gateway
+  "gateway": { "auth": { "mode": "token", "token": "s3cr3t-gateway-token" } },
+  models: { providers: { fakellm: { baseUrl: "http://127.0.0.1:18555/v1", apiKey: 'sk-live-123' } } },
+}"#,
+    )
+    .unwrap();
+    let r = payload(&read_config_via(&config).await);
+    let content = r["content"].as_str().unwrap();
+    assert_eq!(Path::new(r["path"].as_str().unwrap()), config);
+    assert!(
+        content.contains("http://127.0.0.1:18555/v1") && content.contains("// gateway"),
+        "{content}"
+    );
+    assert!(
+        !content.contains("s3cr3t-gateway-token") && !content.contains("sk-live-123"),
+        "{content}"
+    );
+    assert_eq!(content.matches("<redacted>").count(), 2, "{content}");
+
+    let missing = read_config_via(&dir.path().join("absent.json")).await;
+    assert_eq!(error_code(&missing), "NOT_FOUND");
 }
 
 #[tokio::test(flavor = "multi_thread")]
