@@ -3,7 +3,8 @@
 
 POST /v1/chat/completions (streaming SSE, as OpenClaw always asks, or not):
 the reply to a user message M is `ECHO: M`. Directives inside M change that:
-  [[delay:SECS]]      answer after SECS seconds
+  [[delay:SECS]]      answer after SECS seconds (a caller that hangs up first is
+                      logged in <log>.hangups)
   [[fail:STATUS]]     answer with HTTP STATUS
   [[exec:COMMAND]]    call the `exec` tool with {"command": COMMAND, "host": "node"};
                       once a tool result is in the conversation, answer
@@ -17,6 +18,8 @@ Usage: fake_model.py --port PORT --log FILE
 import argparse
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -95,8 +98,11 @@ class Handler(BaseHTTPRequestHandler):
         everything = "\n".join(text_of(m.get("content")) for m in messages)
 
         m = re.search(r"\[\[delay:([0-9.]+)\]\]", said)
-        if m:
-            time.sleep(float(m.group(1)))
+        if m and not self.wait_or_hangup(float(m.group(1))):
+            # The caller gave up (an aborted run): say so in <log>.hangups.
+            with LOG_LOCK, open(self.server.log_path + ".hangups", "a", encoding="utf-8") as f:
+                f.write(json.dumps({"said": said}, ensure_ascii=False) + "\n")
+            return
         m = re.search(r"\[\[fail:(\d{3})\]\]", said)
         if m:
             self.send_json(int(m.group(1)), {"error": {"message": "fake failure", "type": "fake"}})
@@ -125,6 +131,20 @@ class Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_call else "stop"}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
             })
+
+    def wait_or_hangup(self, secs):
+        """Sleeps `secs`; False as soon as the client closes its end."""
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.connection], [], [], min(0.05, max(0, deadline - time.monotonic())))
+            if ready:
+                try:
+                    if not self.connection.recv(1, socket.MSG_PEEK):
+                        return False
+                except OSError:
+                    return False
+                time.sleep(0.05)  # pipelined bytes, not a hangup
+        return True
 
     def stream(self, reply, tool_call):
         self.send_response(200)

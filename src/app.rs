@@ -93,7 +93,12 @@ async fn router_call(args: CallArgs) -> u8 {
         Some(text) => request::from_json(text),
         None => request::from_parts(args.agent.clone(), args.message.clone()),
     };
+    let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
     let options = router::Options {
+        via: args.via,
+        gateway: args.gateway.clone(),
+        token: args.token.clone(),
+        activity: spinner.as_ref().map(ui::Spinner::activity),
         default_to: args.to.clone(),
         timeout: args.timeout,
         grace: args.grace,
@@ -103,7 +108,6 @@ async fn router_call(args: CallArgs) -> u8 {
         wsl_distro: args.wsl_distro.clone(),
         lang,
     };
-    let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
     let reply = router::call(request, &options, interrupted).await;
     if let Some(spinner) = spinner {
         spinner.stop();

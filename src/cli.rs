@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::router::Via;
 use crate::router::messages::Lang;
 
 #[derive(Debug, Parser)]
@@ -139,7 +140,32 @@ pub struct CallArgs {
     #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
     pub lang: Lang,
 
-    /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs.
+    /// How to reach OpenClaw: spawn `openclaw agent` (cli), talk to the
+    /// gateway over WebSocket (gateway), or the gateway when it answers and
+    /// the CLI otherwise (auto).
+    #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_VIA", default_value_t = Via::Cli)]
+    pub via: Via,
+
+    /// The gateway's WebSocket URL (for --via gateway|auto).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OPENCLAW_GATEWAY_URL",
+        default_value = "ws://127.0.0.1:18789"
+    )]
+    pub gateway: String,
+
+    /// The gateway's shared token (for --via gateway|auto).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "OPENCLAW_GATEWAY_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+
+    /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs
+    /// (and via, runId).
     #[arg(long)]
     pub meta: bool,
 

@@ -21,6 +21,56 @@ const TICK: Duration = Duration::from_millis(100);
 pub struct Spinner {
     stop: Arc<AtomicBool>,
     done: std_mpsc::Receiver<()>,
+    activity: Activity,
+}
+
+/// What the remote agent is doing, as the spinner shows it after the
+/// elapsed time (fed by the gateway's streamed events).
+#[derive(Clone, Default)]
+pub struct Activity(Arc<std::sync::Mutex<Doing>>);
+
+#[derive(Default)]
+struct Doing {
+    line: String,
+    /// The reply's last characters, on one line.
+    tail: String,
+}
+
+impl std::fmt::Debug for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Activity")
+    }
+}
+
+/// The most of the reply's tail the spinner line shows.
+const ACTIVITY_CHARS: usize = 40;
+
+impl Activity {
+    pub fn show(&self, progress: &crate::gateway::operator::Progress) {
+        use crate::gateway::operator::Progress;
+        let Ok(mut doing) = self.0.lock() else { return };
+        match progress {
+            Progress::Accepted(_) => doing.line = "accepted".into(),
+            Progress::Text(text) => {
+                let joined: String = format!("{}{text}", doing.tail)
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                let skip = joined.chars().count().saturating_sub(ACTIVITY_CHARS);
+                doing.tail = joined.chars().skip(skip).collect();
+                doing.line = format!("\u{2026}{}", doing.tail);
+            }
+            Progress::Tool { name, title } => {
+                let what = if title.is_empty() { name } else { title };
+                doing.line = format!("tool: {}", printable(what));
+            }
+            Progress::Rewritten | Progress::Activity => {}
+        }
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().map(|d| d.line.clone()).unwrap_or_default()
+    }
 }
 
 impl Spinner {
@@ -34,6 +84,8 @@ impl Spinner {
         let (done_tx, done) = std_mpsc::channel();
         let text = messages::announce(lang);
         let flag = stop.clone();
+        let activity = Activity::default();
+        let doing = activity.clone();
         std::thread::spawn(move || {
             let started = Instant::now();
             for frame in FRAMES.iter().cycle() {
@@ -42,7 +94,9 @@ impl Spinner {
                 }
                 let secs = started.elapsed().as_secs_f64();
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K{frame} {text} {secs:.1}s");
+                let doing = doing.text();
+                let sep = if doing.is_empty() { "" } else { " \u{b7} " };
+                let _ = write!(err, "\r\x1b[2K{frame} {text} {secs:.1}s{sep}{doing}");
                 let _ = err.flush();
                 drop(err);
                 std::thread::sleep(TICK);
@@ -52,7 +106,16 @@ impl Spinner {
             let _ = err.flush();
             let _ = done_tx.send(());
         });
-        Some(Self { stop, done })
+        Some(Self {
+            stop,
+            done,
+            activity,
+        })
+    }
+
+    /// The handle that feeds the spinner's activity text.
+    pub fn activity(&self) -> Activity {
+        self.activity.clone()
     }
 
     /// Stops and clears the line; waits for that briefly, never for a

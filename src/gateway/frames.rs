@@ -102,10 +102,11 @@ pub struct ConnectParams {
     pub client: ClientInfo,
     #[serde(default)]
     pub caps: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
-    #[serde(default)]
-    pub permissions: Map<String, Value>,
+    /// Sent (empty) by nodes, absent from operator connects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_env: Option<String>,
     #[serde(default)]
@@ -122,7 +123,7 @@ pub struct ConnectParams {
 pub struct ClientInfo {
     /// A closed set on the gateway: nodes must say `node-host`.
     pub id: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub display_name: String,
     #[serde(default)]
     pub version: String,

@@ -5,3 +5,22 @@
 pub mod client;
 pub mod frames;
 pub mod identity;
+pub mod operator;
+
+/// `client.platform` as OpenClaw names it (Node.js's `process.platform`).
+pub fn platform() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    }
+}
+
+/// `client.deviceFamily` as OpenClaw's own clients send it.
+pub fn device_family() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "Mac",
+        "windows" => "Windows",
+        _ => "Linux",
+    }
+}

@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::gateway;
 use crate::gateway::client::{self, ConnectError, Connection, Outbox};
 use crate::gateway::frames::{
     Auth, ClientInfo, ConnectParams, ErrorShape, Frame, InvokeError, InvokeRequest, InvokeResult,
@@ -352,8 +353,8 @@ impl Node {
             id: CLIENT_ID.into(),
             display_name: self.display_name.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
-            platform: platform().into(),
-            device_family: device_family().into(),
+            platform: gateway::platform().into(),
+            device_family: gateway::device_family().into(),
             mode: "node".into(),
             instance_id: self.identity.device_id[..16].to_owned(),
         };
@@ -375,7 +376,7 @@ impl Node {
             client,
             caps: vec!["system".into(), "file".into()],
             commands: tools::command_names(),
-            permissions: Default::default(),
+            permissions: Some(Default::default()),
             path_env: std::env::var("PATH").ok(),
             auth: Auth {
                 token: token.map(str::to_owned),
@@ -726,22 +727,6 @@ fn is_terminal(error: &ErrorShape) -> bool {
 /// The first 8 characters of an id, for log lines.
 fn short(id: &str) -> &str {
     id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
-}
-
-fn platform() -> &'static str {
-    match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    }
-}
-
-fn device_family() -> &'static str {
-    match std::env::consts::OS {
-        "macos" => "Mac",
-        "windows" => "Windows",
-        _ => "Linux",
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

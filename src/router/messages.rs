@@ -118,3 +118,35 @@ pub fn killed_by(lang: Lang, signal: i32) -> String {
         Lang::En => format!("was killed by signal {signal}"),
     }
 }
+
+/// `--via gateway`: the gateway could not be reached or refused us.
+pub fn gateway_unreachable(lang: Lang, url: &str, reason: &dyn fmt::Display) -> String {
+    match lang {
+        Lang::Zh => {
+            format!("{PREFIX} 无法连接 OpenClaw 网关 {url}（{reason}），未调用远程 Agent。")
+        }
+        Lang::En => format!(
+            "{PREFIX} Could not reach the OpenClaw gateway at {url} ({reason}); the remote agent was not called."
+        ),
+    }
+}
+
+/// `--via gateway`: the connection ended before the answer.
+pub fn gateway_lost(lang: Lang, reason: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 与 OpenClaw 网关的连接中断（{reason}），没有拿到本次结果。"),
+        Lang::En => format!(
+            "{PREFIX} The connection to the OpenClaw gateway was lost ({reason}) before the result arrived."
+        ),
+    }
+}
+
+/// `--via gateway`: we gave up, but the gateway did not confirm the abort.
+pub fn abort_unconfirmed(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "[clawbot_router] 网关没有确认已停止这次运行，它可能仍在运行。",
+        Lang::En => {
+            "[clawbot_router] The gateway did not confirm that the run was stopped; it may still be running."
+        }
+    }
+}

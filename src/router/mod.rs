@@ -4,6 +4,7 @@
 //! panics on bad input.
 
 pub mod command;
+mod gateway;
 pub mod messages;
 pub mod request;
 pub mod result;
@@ -18,9 +19,27 @@ use messages::Lang;
 use request::{Request, RequestError};
 use result::{Meta, Status, ToolResult};
 
+/// How the router reaches OpenClaw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    /// Spawn `openclaw agent` (seed 002's way; works wherever the CLI does).
+    Cli,
+    /// One WebSocket turn with the gateway, as `openclaw agent` does inside.
+    Gateway,
+    /// The gateway when it answers, else the CLI; a turn the gateway
+    /// accepted is never run again.
+    Auto,
+}
+
 /// Everything about a call that is not the call's own arguments.
 #[derive(Debug, Clone)]
 pub struct Options {
+    pub via: Via,
+    /// The gateway's URL and shared token (`--via gateway|auto`).
+    pub gateway: String,
+    pub token: Option<String>,
+    /// Where a running turn's progress is shown (the spinner), if anywhere.
+    pub activity: Option<crate::ui::Activity>,
     /// `--to` destination used when the call names no agent.
     pub default_to: Option<String>,
     pub timeout: Duration,
@@ -63,8 +82,38 @@ pub async fn call(
     cancel: impl Future<Output = Interrupt>,
 ) -> Reply {
     let started = Instant::now();
-    let lang = options.lang;
-    let refuse = |content: String, status: Status| Reply {
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => {
+            return refuse(started, e.content(options.lang), Status::InvalidInput);
+        }
+    };
+    let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
+    tokio::pin!(cancel);
+    if options.via == Via::Cli {
+        return through_cli(&request.message, &route, options, started, cancel).await;
+    }
+    match gateway::call(&request.message, &route, options, started, cancel.as_mut()).await {
+        gateway::Attempt::Done(reply) => reply,
+        gateway::Attempt::Unreachable(_) if options.via == Via::Auto => {
+            // Nothing ran on the gateway: the CLI gets what is left of the time.
+            let options = Options {
+                timeout: options.timeout.saturating_sub(started.elapsed()),
+                ..options.clone()
+            };
+            through_cli(&request.message, &route, &options, started, cancel).await
+        }
+        gateway::Attempt::Unreachable(reason) => refuse(
+            started,
+            messages::gateway_unreachable(options.lang, &options.gateway, &reason),
+            Status::CouldNotStart,
+        ),
+    }
+}
+
+/// A reply for a call that ended before reaching OpenClaw.
+fn refuse(started: Instant, content: String, status: Status) -> Reply {
+    Reply {
         result: with_meta(
             content,
             Meta {
@@ -73,32 +122,46 @@ pub async fn call(
             },
         ),
         status,
-    };
+    }
+}
 
-    let request = match request {
-        Ok(request) => request,
-        Err(e) => return refuse(e.content(lang), Status::InvalidInput),
-    };
+/// Seed 002's way: spawn `openclaw agent` and pass its output through.
+async fn through_cli(
+    message: &str,
+    route: &Route,
+    options: &Options,
+    started: Instant,
+    mut cancel: std::pin::Pin<&mut impl Future<Output = Interrupt>>,
+) -> Reply {
+    let lang = options.lang;
     let launcher = match command::locate(
         options.openclaw.as_deref(),
         options.wsl,
         options.wsl_distro.as_deref(),
     ) {
         Ok(launcher) => launcher,
-        Err(e) => return refuse(messages::spawn_failed(lang, &e), Status::CouldNotStart),
+        Err(e) => {
+            return refuse(
+                started,
+                messages::spawn_failed(lang, &e),
+                Status::CouldNotStart,
+            );
+        }
     };
-    let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
-    tokio::pin!(cancel);
     let mut interrupt = None;
     // The argv limit is per argument *and* for all arguments plus the
     // environment together; when the kernel still says E2BIG, the message
     // moves to a file and the spawn is tried once more.
     for through_file in [false, true] {
-        let invocation = match launcher.build(&route, &request.message, through_file) {
+        let invocation = match launcher.build(route, message, through_file) {
             Ok(invocation) => invocation,
             Err(e) => {
                 let reason = message_file_error(lang, &e);
-                return refuse(messages::spawn_failed(lang, &reason), Status::CouldNotStart);
+                return refuse(
+                    started,
+                    messages::spawn_failed(lang, &reason),
+                    Status::CouldNotStart,
+                );
             }
         };
         let spec = runner::Spec {
@@ -112,7 +175,7 @@ pub async fn call(
             split_stderr: false,
         };
         let outcome = runner::run(&spec, async {
-            interrupt = Some((&mut cancel).await);
+            interrupt = Some(cancel.as_mut().await);
         })
         .await;
         let retry = !through_file
@@ -124,6 +187,7 @@ pub async fn call(
             Err(_) if retry => continue,
             Err(e) => {
                 return refuse(
+                    started,
                     messages::spawn_failed(lang, &spawn_reason(lang, &e, &launcher)),
                     Status::CouldNotStart,
                 );
@@ -175,6 +239,8 @@ fn finish(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> 
         timed_out: outcome.end == End::TimedOut,
         truncated: outcome.output.truncated(),
         duration_ms: outcome.duration.as_millis() as u64,
+        via: Some("cli"),
+        run_id: None,
     };
     Reply {
         result: with_meta(content, meta),

@@ -41,6 +41,12 @@ pub struct Meta {
     /// The middle of the output was dropped (see `--max-output`).
     pub truncated: bool,
     pub duration_ms: u64,
+    /// How OpenClaw was reached: `cli` or `gateway`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
+    /// The gateway's run id (`--via gateway`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// The outcome class, which fixes the exit status under `--exit-code`
@@ -96,6 +102,8 @@ mod tests {
             timed_out: false,
             truncated: true,
             duration_ms: 7,
+            via: None,
+            run_id: None,
         });
         assert_eq!(
             serde_json::to_string(&r).unwrap(),

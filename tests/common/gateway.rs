@@ -3,6 +3,15 @@
 //! (client id, token, device signature, pairing), hello-ok, ticks, pings,
 //! invoke requests and cancels — and can drop, fall silent and restart.
 //!
+//! Operators (`client.id: "cli"`, role operator, as `openclaw agent`
+//! connects) get `agent` turns: `accepted`, streamed `agent`/`chat`
+//! events broadcast to every operator, the final answer to the owner;
+//! `chat.abort` / `sessions.abort` (owner only), `agent.wait`, and the
+//! idempotency-key dedupe (`in_flight`, then the cached answer). Messages
+//! steer the fake model: `[[delay:SECS]]`, `[[fail]]`, `[[drop]]` (drop
+//! the owner's connection mid-turn), `[[invoke:COMMAND JSON]]` (call the
+//! node and report its answer), `[[rewrite]]`.
+//!
 //! The `v3` signature check is written here independently of the node's
 //! code, so the two cross-check each other.
 
@@ -22,7 +31,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 
 pub const TOKEN: &str = "peer-test-token-0123456789";
-const ALLOWED_CLIENT_IDS: &[&str] = &["node-host", "openclaw-linux"];
+const ALLOWED_CLIENT_IDS: &[&str] = &["node-host", "openclaw-linux", "cli"];
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -33,6 +42,8 @@ pub struct Config {
     pub surface_pending: bool,
     pub tick_ms: u64,
     pub max_payload: usize,
+    /// Agent ids `agent` accepts.
+    pub agents: Vec<String>,
 }
 
 impl Default for Config {
@@ -43,6 +54,7 @@ impl Default for Config {
             surface_pending: false,
             tick_ms: 30_000,
             max_payload: 26_214_400,
+            agents: vec!["main".into(), "doctor".into()],
         }
     }
 }
@@ -61,6 +73,22 @@ struct State {
     silent: bool,
     deaf: bool,
     hello_count: usize,
+    operator_connects: Vec<Value>,
+    operator_hellos: usize,
+    agent_requests: Vec<Value>,
+    aborts: Vec<Value>,
+    runs: HashMap<String, Run>,
+    conn_counter: u64,
+}
+
+struct Run {
+    owner: u64,
+    session_key: String,
+    agent_id: String,
+    /// The final `res` payload once the run is over.
+    done: Option<Value>,
+    aborted: bool,
+    abort: Arc<tokio::sync::Notify>,
 }
 
 pub struct FakeGateway {
@@ -70,6 +98,8 @@ pub struct FakeGateway {
     /// Frames to push to the connected node.
     to_node: broadcast::Sender<Outgoing>,
     results: broadcast::Sender<Value>,
+    /// Run events, for every operator.
+    to_operators: broadcast::Sender<String>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -90,12 +120,14 @@ impl FakeGateway {
         }));
         let (to_node, _) = broadcast::channel(64);
         let (results, _) = broadcast::channel(64);
+        let (to_operators, _) = broadcast::channel(1024);
         let mut gw = Self {
             addr,
             config,
             state,
             to_node,
             results,
+            to_operators,
             stop: None,
         };
         gw.serve(listener);
@@ -109,12 +141,13 @@ impl FakeGateway {
     fn serve(&mut self, listener: TcpListener) {
         let (stop, mut stopped) = oneshot::channel();
         self.stop = Some(stop);
-        let (config, state, to_node, results) = (
-            self.config.clone(),
-            self.state.clone(),
-            self.to_node.clone(),
-            self.results.clone(),
-        );
+        let hub = Hub {
+            config: self.config.clone(),
+            state: self.state.clone(),
+            to_node: self.to_node.clone(),
+            results: self.results.clone(),
+            to_operators: self.to_operators.clone(),
+        };
         tokio::spawn(async move {
             let mut conns = Vec::new();
             loop {
@@ -122,8 +155,7 @@ impl FakeGateway {
                     _ = &mut stopped => break,
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        let (config, state, to_node, results) = (config.clone(), state.clone(), to_node.subscribe(), results.clone());
-                        conns.push(tokio::spawn(connection(stream, config, state, to_node, results)));
+                        conns.push(tokio::spawn(connection(stream, hub.clone())));
                     }
                 }
             }
@@ -310,6 +342,33 @@ impl FakeGateway {
         }
     }
 
+    pub fn operator_connects(&self) -> Vec<Value> {
+        self.state.lock().unwrap().operator_connects.clone()
+    }
+
+    pub async fn wait_operator_hellos(&self, n: usize, within: Duration) {
+        self.wait_until(within, |s| s.operator_hellos >= n).await;
+    }
+
+    /// Every `agent` request's params, in arrival order (dedupes included).
+    pub fn agent_requests(&self) -> Vec<Value> {
+        self.state.lock().unwrap().agent_requests.clone()
+    }
+
+    /// Every accepted `chat.abort` / `sessions.abort`, as `{method, params}`.
+    pub fn aborts(&self) -> Vec<Value> {
+        self.state.lock().unwrap().aborts.clone()
+    }
+
+    /// Waits until run `run_id` is over; whether it was aborted.
+    pub async fn wait_run_over(&self, run_id: &str, within: Duration) -> bool {
+        self.wait_until(within, |s| {
+            s.runs.get(run_id).is_some_and(|r| r.done.is_some())
+        })
+        .await;
+        self.state.lock().unwrap().runs[run_id].aborted
+    }
+
     /// Invokes and waits: the result params.
     pub async fn invoke(&self, command: &str, params: Value) -> Value {
         let id = self.request(command, &params.to_string(), 15_000);
@@ -387,13 +446,26 @@ fn error(id: &Value, code: &str, message: &str, details: Value) -> String {
     json!({"type": "res", "id": id, "ok": false, "error": {"code": code, "message": message, "details": details}}).to_string()
 }
 
-async fn connection(
-    stream: tokio::net::TcpStream,
+/// What every connection shares.
+#[derive(Clone)]
+struct Hub {
     config: Config,
     state: Arc<Mutex<State>>,
-    mut to_node: broadcast::Receiver<Outgoing>,
+    to_node: broadcast::Sender<Outgoing>,
     results: broadcast::Sender<Value>,
-) {
+    to_operators: broadcast::Sender<String>,
+}
+
+async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
+    let Hub {
+        config,
+        state,
+        to_node,
+        results,
+        to_operators,
+    } = hub.clone();
+    let mut to_node = to_node.subscribe();
+    let mut run_events = to_operators.subscribe();
     let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
@@ -420,7 +492,41 @@ async fn connection(
     let params = &connect["params"];
     let device = &params["device"];
     let device_id = device["id"].as_str().unwrap_or("").to_owned();
-    let verdict = {
+    let operator = params["role"] == "operator";
+    let conn_id = {
+        let mut s = state.lock().unwrap();
+        s.conn_counter += 1;
+        s.conn_counter
+    };
+    let verdict = if operator {
+        let mut s = state.lock().unwrap();
+        s.operator_connects.push(params.clone());
+        if params["client"]["id"] != "cli" {
+            Err(error(
+                id,
+                "INVALID_REQUEST",
+                "invalid connect params: at /client/id: must be equal to one of the allowed values",
+                Value::Null,
+            ))
+        } else if config.token.is_some()
+            && params["auth"]["token"].as_str() != config.token.as_deref()
+        {
+            Err(error(
+                id,
+                "INVALID_REQUEST",
+                "unauthorized: gateway token mismatch (provide gateway auth token)",
+                json!({"code": "AUTH_TOKEN_MISMATCH", "canRetryWithDeviceToken": false}),
+            ))
+        } else {
+            s.operator_hellos += 1;
+            Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
+                "type": "hello-ok", "protocol": 4,
+                "server": {"version": "2026.9.6-fake"},
+                "features": {"methods": [], "events": []},
+                "auth": {"method": "token", "role": "operator", "scopes": params["scopes"]},
+                "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+        }
+    } else {
         let mut s = state.lock().unwrap();
         s.connects.push(params.clone());
         let sig_ok = device.is_object() && signature_valid(params, device, &nonce, ts);
@@ -514,7 +620,7 @@ async fn connection(
     // Served: ticks, frames from the test, and the node's requests.
     let mut tick = tokio::time::interval(Duration::from_millis(config.tick_ms));
     let mut seq = 0u64;
-    let (answers_tx, mut answers) = mpsc::unbounded_channel::<String>();
+    let (answers_tx, mut answers) = mpsc::unbounded_channel::<Outgoing>();
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -523,18 +629,31 @@ async fn connection(
                 let frame = json!({"type": "event", "event": "tick", "payload": {"ts": now_ms()}, "seq": seq});
                 if tx.send(Message::text(frame.to_string())).await.is_err() { return; }
             }
-            out = to_node.recv() => match out {
+            event = run_events.recv(), if operator => match event {
+                Ok(text) => { if tx.send(Message::text(text)).await.is_err() { return; } }
+                Err(broadcast::error::RecvError::Closed) => return,
+                Err(_) => {}
+            },
+            out = to_node.recv(), if !operator => match out {
                 Ok(Outgoing::Text(text)) => { if tx.send(Message::text(text)).await.is_err() { return; } }
                 Ok(Outgoing::Ping) => { if tx.send(Message::Ping(vec![1, 2, 3].into())).await.is_err() { return; } }
                 Ok(Outgoing::Drop) | Err(broadcast::error::RecvError::Closed) => return,
                 Err(_) => {}
             },
-            Some(answer) = answers.recv() => { if tx.send(Message::text(answer)).await.is_err() { return; } }
+            Some(answer) = answers.recv() => match answer {
+                Outgoing::Text(text) => { if tx.send(Message::text(text)).await.is_err() { return; } }
+                Outgoing::Ping => {}
+                Outgoing::Drop => return,
+            },
             msg = rx.next(), if !state.lock().unwrap().deaf => match msg {
                 Some(Ok(Message::Text(text))) => {
                     let Ok(frame) = serde_json::from_str::<Value>(&text) else { continue };
+                    if operator {
+                        operator_request(&frame, &hub, conn_id, &answers_tx);
+                        continue;
+                    }
                     let answer = handle_request(&frame, &state, &results);
-                    if let Some(answer) = answer { let _ = answers_tx.send(answer); }
+                    if let Some(answer) = answer { let _ = answers_tx.send(Outgoing::Text(answer)); }
                 }
                 Some(Ok(Message::Pong(_))) => state.lock().unwrap().pongs += 1,
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
@@ -580,4 +699,285 @@ fn handle_request(
         _ => json!({"type": "res", "id": id, "ok": true, "payload": {"ok": true}}),
     };
     Some(answer.to_string())
+}
+
+fn res(id: &Value, payload: Value) -> Outgoing {
+    Outgoing::Text(json!({"type": "res", "id": id, "ok": true, "payload": payload}).to_string())
+}
+
+fn refusal(id: &Value, code: &str, message: &str) -> Outgoing {
+    Outgoing::Text(error(id, code, message, Value::Null))
+}
+
+/// An operator's request: `agent`, the aborts, `agent.wait`.
+fn operator_request(
+    frame: &Value,
+    hub: &Hub,
+    conn: u64,
+    answers: &mpsc::UnboundedSender<Outgoing>,
+) {
+    if frame["type"] != "req" {
+        return;
+    }
+    let id = frame["id"].clone();
+    let params = &frame["params"];
+    let run_id = params["runId"].as_str().unwrap_or("").to_owned();
+    match frame["method"].as_str().unwrap_or("") {
+        "agent" => agent_request(&id, params, hub, conn, answers),
+        method @ ("chat.abort" | "sessions.abort") => {
+            let mut s = hub.state.lock().unwrap();
+            let answer = match s.runs.get(&run_id) {
+                Some(run) if run.owner != conn => refusal(&id, "INVALID_REQUEST", "unauthorized"),
+                Some(run) if run.done.is_none() => {
+                    run.abort.notify_one();
+                    s.aborts.push(json!({"method": method, "params": params}));
+                    res(
+                        &id,
+                        json!({"ok": true, "aborted": true, "runIds": [run_id]}),
+                    )
+                }
+                _ => res(&id, json!({"ok": true, "aborted": false, "runIds": []})),
+            };
+            let _ = answers.send(answer);
+        }
+        "agent.wait" => {
+            let (state, answers) = (hub.state.clone(), answers.clone());
+            let slice = Duration::from_millis(params["timeoutMs"].as_u64().unwrap_or(30_000));
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + slice;
+                let status = loop {
+                    let over = state
+                        .lock()
+                        .unwrap()
+                        .runs
+                        .get(&run_id)
+                        .and_then(|r| r.done.as_ref().map(|_| r.aborted));
+                    match over {
+                        Some(false) => break json!({"runId": run_id, "status": "ok"}),
+                        Some(true) => {
+                            break json!({"runId": run_id, "status": "error", "stopReason": "rpc"});
+                        }
+                        None if tokio::time::Instant::now() >= deadline => {
+                            break json!({"runId": run_id, "status": "timeout"});
+                        }
+                        None => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                };
+                let _ = answers.send(res(&id, status));
+            });
+        }
+        _ => {
+            let _ = answers.send(res(&id, json!({"ok": true})));
+        }
+    }
+}
+
+fn agent_request(
+    id: &Value,
+    params: &Value,
+    hub: &Hub,
+    conn: u64,
+    answers: &mpsc::UnboundedSender<Outgoing>,
+) {
+    let message = params["message"].as_str().unwrap_or("").to_owned();
+    let key = params["idempotencyKey"].as_str().unwrap_or("").to_owned();
+    let agent_id = params["agentId"].as_str().unwrap_or("main").to_owned();
+    let mut s = hub.state.lock().unwrap();
+    s.agent_requests.push(params.clone());
+    if let Some(run) = s.runs.get(&key) {
+        let answer = match &run.done {
+            Some(done) => res(id, done.clone()),
+            None => res(
+                id,
+                json!({"runId": key, "status": "in_flight", "sessionKey": run.session_key, "agentId": run.agent_id}),
+            ),
+        };
+        let _ = answers.send(answer);
+        return;
+    }
+    if message.is_empty() {
+        let _ = answers.send(refusal(
+            id,
+            "INVALID_REQUEST",
+            "invalid agent params: at /message: must not have fewer than 1 characters",
+        ));
+        return;
+    }
+    if !hub.config.agents.contains(&agent_id) {
+        let _ = answers.send(refusal(
+            id,
+            "INVALID_REQUEST",
+            &format!("invalid agent params: unknown agent id \"{agent_id}\""),
+        ));
+        return;
+    }
+    let session_key = params["sessionKey"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("agent:{agent_id}:main"));
+    let abort = Arc::new(tokio::sync::Notify::new());
+    s.runs.insert(
+        key.clone(),
+        Run {
+            owner: conn,
+            session_key: session_key.clone(),
+            agent_id: agent_id.clone(),
+            done: None,
+            aborted: false,
+            abort: abort.clone(),
+        },
+    );
+    drop(s);
+    let _ = answers.send(res(id, json!({"runId": key, "sessionKey": session_key, "agentId": agent_id, "status": "accepted", "acceptedAt": now_ms()})));
+    tokio::spawn(fake_turn(
+        id.clone(),
+        key,
+        session_key,
+        message,
+        hub.clone(),
+        answers.clone(),
+        abort,
+    ));
+}
+
+/// `[[name:arg]]` directives in the message.
+fn directive<'a>(message: &'a str, name: &str) -> Option<&'a str> {
+    let start = message.find(&format!("[[{name}"))? + name.len() + 2;
+    let end = start + message[start..].find("]]")?;
+    Some(message[start..end].trim_start_matches(':'))
+}
+
+async fn fake_turn(
+    id: Value,
+    run_id: String,
+    session_key: String,
+    message: String,
+    hub: Hub,
+    owner: mpsc::UnboundedSender<Outgoing>,
+    abort: Arc<tokio::sync::Notify>,
+) {
+    let seq = std::sync::atomic::AtomicU64::new(0);
+    let event = |event: &str, payload: Value| {
+        let mut payload = payload;
+        payload["runId"] = json!(run_id);
+        payload["sessionKey"] = json!(session_key);
+        let n = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = hub.to_operators.send(
+            json!({"type": "event", "event": event, "payload": payload, "seq": n}).to_string(),
+        );
+    };
+    let finish = |payload: Value, aborted: bool| {
+        let mut s = hub.state.lock().unwrap();
+        if let Some(run) = s.runs.get_mut(&run_id) {
+            run.done = Some(payload.clone());
+            run.aborted = aborted;
+        }
+        drop(s);
+        let _ = owner.send(res(&id, payload));
+    };
+    event(
+        "agent",
+        json!({"stream": "lifecycle", "data": {"phase": "start"}}),
+    );
+    let mut text = format!("ECHO: {message}");
+    let item = format!("{run_id}:1");
+    let say = |text: &str, delta: &str, replace: bool| {
+        let mut data = json!({"text": text, "delta": delta, "itemId": item});
+        if replace {
+            data["replace"] = json!(true);
+        }
+        event("agent", json!({"stream": "assistant", "data": data}));
+        event(
+            "chat",
+            json!({"state": "delta", "deltaText": delta, "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}),
+        );
+    };
+    say("ECHO:", "ECHO:", false);
+    if message.contains("[[drop]]") {
+        let _ = owner.send(Outgoing::Drop);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    if let Some(invoke) = directive(&message, "invoke") {
+        let (command, params) = invoke.split_once(' ').unwrap_or((invoke, "{}"));
+        event(
+            "agent",
+            json!({"stream": "item", "data": {"itemId": "tool:call_1", "toolCallId": "call_1", "name": "nodes", "kind": "tool", "phase": "start", "title": format!("Invoke {command} on node"), "status": "running"}}),
+        );
+        let invoke_id = uuid::Uuid::new_v4().to_string();
+        let mut results = hub.results.subscribe();
+        let frame = json!({"type": "event", "event": "node.invoke.request", "payload": {"id": invoke_id, "nodeId": "node", "command": command, "paramsJSON": params, "timeoutMs": 15000, "idempotencyKey": uuid::Uuid::new_v4().to_string()}});
+        let _ = hub.to_node.send(Outgoing::Text(frame.to_string()));
+        let answer = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match results.recv().await {
+                    Ok(r) if r["id"] == invoke_id => return r,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return json!({"ok": false, "error": {"code": "GONE"}}),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| json!({"ok": false, "error": {"code": "TIMEOUT", "message": "node invoke timed out"}}));
+        event(
+            "agent",
+            json!({"stream": "item", "data": {"itemId": "tool:call_1", "kind": "tool", "phase": "end", "name": "nodes", "status": "completed"}}),
+        );
+        let seen = if answer["ok"] == true {
+            answer["payloadJSON"].as_str().unwrap_or("").to_owned()
+        } else {
+            format!(
+                "{}: {}",
+                answer["error"]["code"].as_str().unwrap_or(""),
+                answer["error"]["message"].as_str().unwrap_or("")
+            )
+        };
+        text = format!("{text}\nnode said: {seen}");
+    }
+    let delay = directive(&message, "delay")
+        .and_then(|d| d.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    let aborted = tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs_f64(delay)) => false,
+        _ = abort.notified() => true,
+    };
+    if aborted {
+        event("chat", json!({"state": "aborted", "stopReason": "rpc"}));
+        event(
+            "agent",
+            json!({"stream": "lifecycle", "data": {"phase": "end", "status": "cancelled", "aborted": true}}),
+        );
+        finish(
+            json!({"runId": run_id, "status": "timeout", "summary": "aborted", "stopReason": "rpc"}),
+            true,
+        );
+        return;
+    }
+    if message.contains("[[fail]]") {
+        let mut s = hub.state.lock().unwrap();
+        if let Some(run) = s.runs.get_mut(&run_id) {
+            run.done = Some(json!({"runId": run_id, "status": "error"}));
+        }
+        drop(s);
+        let _ = owner.send(Outgoing::Text(json!({"type": "res", "id": id, "ok": false,
+            "payload": {"runId": run_id, "status": "error", "summary": "LLM request failed"},
+            "error": {"code": "UNAVAILABLE", "message": "LLM request failed: provider rejected the request schema or tool payload."}}).to_string()));
+        return;
+    }
+    if message.contains("[[rewrite]]") {
+        say("(draft)", "", true);
+    }
+    say(&text, text.strip_prefix("ECHO:").unwrap_or(""), false);
+    event(
+        "agent",
+        json!({"stream": "lifecycle", "data": {"phase": "end", "aborted": false}}),
+    );
+    event(
+        "chat",
+        json!({"state": "final", "stopReason": "stop", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}),
+    );
+    finish(
+        json!({"runId": run_id, "status": "ok", "summary": "completed",
+        "result": {"payloads": [{"text": text, "mediaUrl": null}], "meta": {"durationMs": 1}}}),
+        false,
+    );
 }

@@ -1,0 +1,510 @@
+//! The operator side of the gateway: connect as `openclaw agent` does on
+//! the wire (client `cli`, role operator, scope `operator.write`, the shared
+//! token) and run agent turns — send `agent`, follow the run's streamed
+//! events, take the final answer, abort the run when we give up.
+//!
+//! Used by the router (`--via gateway`) and the node's doctor session; both
+//! run one turn at a time on their connection, so the connection is read
+//! directly here, not split.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::client::{self, ConnectError, Connection};
+use super::frames::{
+    Auth, ClientInfo, ConnectParams, ErrorShape, Event, Frame, MAX_PROTOCOL, MIN_PROTOCOL, Response,
+};
+
+/// What `openclaw agent` presents (shared/openclaw/README.md §2).
+const CLIENT_ID: &str = "cli";
+const SCOPE: &str = "operator.write";
+/// How long an abort gets to be acknowledged before we close anyway.
+const ABORT_WAIT: Duration = Duration::from_millis(1500);
+/// The gateway's tick default; silence for twice the tick is a dead link.
+const MIN_TICK: Duration = Duration::from_secs(1);
+
+/// Opens an operator connection.
+pub async fn connect(
+    url: &str,
+    token: Option<&str>,
+    limit: Duration,
+) -> Result<Connection, ConnectError> {
+    client::open(url, limit, |_challenge| ConnectParams {
+        min_protocol: MIN_PROTOCOL,
+        max_protocol: MAX_PROTOCOL,
+        client: ClientInfo {
+            id: CLIENT_ID.into(),
+            display_name: String::new(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            platform: super::platform().into(),
+            device_family: super::device_family().into(),
+            mode: "cli".into(),
+            instance_id: uuid::Uuid::new_v4().to_string(),
+        },
+        caps: Vec::new(),
+        commands: Vec::new(),
+        permissions: None,
+        path_env: None,
+        auth: Auth {
+            token: token.map(str::to_owned),
+        },
+        role: "operator".into(),
+        scopes: vec![SCOPE.into()],
+        device: None,
+    })
+    .await
+}
+
+/// `req agent` params, as `openclaw agent` sends them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentParams {
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    pub deliver: bool,
+    /// Seconds the gateway lets the run take.
+    pub timeout: u64,
+    /// Also the run id: sending it again reaches the same run.
+    pub idempotency_key: String,
+}
+
+/// The first answer to `agent`: the run exists.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Accepted {
+    pub run_id: String,
+    #[serde(default)]
+    pub session_key: Option<String>,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+}
+
+/// The second answer: how the run ended.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finished {
+    #[serde(default)]
+    pub run_id: String,
+    /// `ok`, `timeout`, `error`, ...
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub result: Option<RunResult>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    #[serde(default)]
+    pub payloads: Vec<Payload>,
+    #[serde(default)]
+    pub meta: Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Payload {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub media_url: Option<String>,
+    #[serde(default)]
+    pub media_urls: Option<Vec<String>>,
+    #[serde(default)]
+    pub is_error: Option<bool>,
+}
+
+impl Finished {
+    /// The reply as `openclaw agent` prints it without `--json`.
+    pub fn text(&self) -> String {
+        let mut lines = Vec::new();
+        for payload in self.result.iter().flat_map(|r| &r.payloads) {
+            if let Some(text) = payload.text.as_deref().filter(|t| !t.trim().is_empty()) {
+                lines.push(text.trim_end().to_owned());
+            }
+            let media = payload
+                .media_urls
+                .iter()
+                .flatten()
+                .chain(payload.media_url.iter());
+            for url in media.filter(|u| !u.is_empty()) {
+                lines.push(format!("Attachment: {url}"));
+            }
+        }
+        if lines.is_empty() && !self.ok() {
+            // What `openclaw agent` prints for a failed run without payloads.
+            let summary = self.summary.as_deref().filter(|s| !s.trim().is_empty());
+            lines.push(summary.unwrap_or("No reply from agent.").to_owned());
+        }
+        lines.join("\n")
+    }
+
+    /// `ok` / `completed` exit 0 in `openclaw agent`; anything else 1.
+    pub fn ok(&self) -> bool {
+        matches!(self.status.as_str(), "ok" | "completed")
+    }
+}
+
+/// What a running turn reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    Accepted(Accepted),
+    /// New assistant text, to append to what came before.
+    Text(String),
+    /// The assistant rewrote text it had already sent; the final answer
+    /// is authoritative.
+    Rewritten,
+    /// The agent started a tool: its name and OpenClaw's one-line title.
+    Tool {
+        name: String,
+        title: String,
+    },
+    /// Something else happened on the run (a phase, usage, ...).
+    Activity,
+}
+
+/// How a turn ended.
+#[derive(Debug)]
+pub enum TurnEnd {
+    /// The gateway's final answer.
+    Finished(Finished),
+    /// The gateway refused the request; `accepted` says whether the run
+    /// had started.
+    Refused { error: ErrorShape, accepted: bool },
+    /// We gave up (deadline, signal). A run that existed was aborted on
+    /// the gateway; `aborted` says whether the gateway confirmed it.
+    /// `partial` is the assistant's text so far.
+    Cancelled {
+        accepted: bool,
+        aborted: bool,
+        partial: String,
+    },
+    /// The connection ended before the final answer. `sent` says whether
+    /// the request may have reached the gateway at all.
+    Lost {
+        accepted: Option<Accepted>,
+        sent: bool,
+        why: String,
+        partial: String,
+    },
+}
+
+/// One agent turn on `conn`: the run's events feed `progress`, the final
+/// answer ends it. `cancel` resolving means we give up: the run is aborted
+/// on the gateway (`chat.abort`, as `openclaw agent` does on Ctrl-C), so no
+/// turn keeps running after we stopped waiting for it.
+pub async fn turn(
+    conn: &mut Connection,
+    params: &AgentParams,
+    cancel: impl Future<Output = ()>,
+    progress: impl FnMut(Progress),
+) -> TurnEnd {
+    let value = serde_json::to_value(params).expect("plain data");
+    let id = match conn.request("agent", value).await {
+        Ok(id) => id,
+        Err(e) => {
+            return TurnEnd::Lost {
+                accepted: None,
+                sent: false,
+                why: e.to_string(),
+                partial: String::new(),
+            };
+        }
+    };
+    let mut run = Run::new(params, progress);
+    tokio::pin!(cancel);
+    loop {
+        let res = match run.next_response(conn, &id, &mut cancel).await {
+            Ok(res) => res,
+            Err(end) => return end,
+        };
+        let payload = res.payload.unwrap_or_default();
+        if !res.ok {
+            return run.refused(res.error, &payload);
+        }
+        match payload.get("status").and_then(Value::as_str) {
+            Some("accepted") => run.accepted(payload),
+            _ => return TurnEnd::Finished(parse_finished(payload)),
+        }
+    }
+}
+
+/// Follows a run that was accepted on a connection since lost: waits for
+/// it with `agent.wait`, then asks for its answer by sending the same
+/// `agent` request again (the gateway keeps finished runs' answers by
+/// idempotency key for five minutes and starts nothing new).
+pub async fn resume(
+    conn: &mut Connection,
+    params: &AgentParams,
+    accepted: Accepted,
+    cancel: impl Future<Output = ()>,
+    progress: impl FnMut(Progress),
+) -> TurnEnd {
+    let mut run = Run::new(params, progress);
+    run.accepted = Some(accepted.clone());
+    tokio::pin!(cancel);
+    // Until the run is over.
+    loop {
+        let wait = serde_json::json!({"runId": accepted.run_id, "timeoutMs": WAIT_SLICE_MS});
+        let Ok(id) = conn.request("agent.wait", wait).await else {
+            return run.lost("the gateway closed the connection");
+        };
+        let res = match run.next_response(conn, &id, &mut cancel).await {
+            Ok(res) => res,
+            Err(end) => return end,
+        };
+        let status = res
+            .payload
+            .as_ref()
+            .and_then(|p| p.get("status"))
+            .and_then(Value::as_str);
+        if !(res.ok && matches!(status, Some("timeout" | "pending"))) {
+            break;
+        }
+    }
+    // Its answer: "in_flight" for a moment after the wait ends.
+    let value = serde_json::to_value(params).expect("plain data");
+    for _ in 0..IN_FLIGHT_RETRIES {
+        let Ok(id) = conn.request("agent", value.clone()).await else {
+            return run.lost("the gateway closed the connection");
+        };
+        let res = match run.next_response(conn, &id, &mut cancel).await {
+            Ok(res) => res,
+            Err(end) => return end,
+        };
+        let payload = res.payload.unwrap_or_default();
+        if !res.ok {
+            return run.refused(res.error, &payload);
+        }
+        if payload.get("status").and_then(Value::as_str) != Some("in_flight") {
+            return TurnEnd::Finished(parse_finished(payload));
+        }
+        let pause = tokio::time::sleep(IN_FLIGHT_PAUSE);
+        tokio::select! {
+            _ = pause => {}
+            _ = &mut cancel => return run.cancel(conn).await,
+        }
+    }
+    run.lost("the gateway finished the run but kept answering \"in_flight\"")
+}
+
+/// `agent.wait` slices: short enough to notice a dead link between them.
+const WAIT_SLICE_MS: u64 = 10_000;
+const IN_FLIGHT_RETRIES: usize = 10;
+const IN_FLIGHT_PAUSE: Duration = Duration::from_millis(500);
+
+fn parse_finished(payload: Value) -> Finished {
+    serde_json::from_value::<Finished>(payload).unwrap_or_default()
+}
+
+/// One run being followed on one connection.
+struct Run<'a, P> {
+    params: &'a AgentParams,
+    accepted: Option<Accepted>,
+    progress: P,
+    /// Assistant text per item, as the `agent` stream last showed it.
+    items: Vec<(String, String)>,
+}
+
+impl<'a, P: FnMut(Progress)> Run<'a, P> {
+    fn new(params: &'a AgentParams, progress: P) -> Self {
+        Self {
+            params,
+            accepted: None,
+            progress,
+            items: Vec::new(),
+        }
+    }
+
+    /// The run id: the gateway uses our idempotency key.
+    fn run_id(&self) -> &str {
+        self.accepted
+            .as_ref()
+            .map_or(&self.params.idempotency_key, |a| &a.run_id)
+    }
+
+    fn accepted(&mut self, payload: Value) {
+        let run = serde_json::from_value::<Accepted>(payload).unwrap_or_else(|_| Accepted {
+            run_id: self.params.idempotency_key.clone(),
+            session_key: None,
+            agent_id: None,
+        });
+        self.accepted = Some(run.clone());
+        (self.progress)(Progress::Accepted(run));
+    }
+
+    fn refused(&self, error: Option<ErrorShape>, payload: &Value) -> TurnEnd {
+        let error = error.unwrap_or_else(|| ErrorShape {
+            code: "UNKNOWN".into(),
+            message: payload
+                .get("summary")
+                .and_then(Value::as_str)
+                .unwrap_or("the gateway refused the request without saying why")
+                .to_owned(),
+            details: None,
+            retryable: None,
+        });
+        TurnEnd::Refused {
+            error,
+            accepted: self.accepted.is_some(),
+        }
+    }
+
+    fn lost(&self, why: &str) -> TurnEnd {
+        TurnEnd::Lost {
+            accepted: self.accepted.clone(),
+            sent: true,
+            why: why.to_owned(),
+            partial: self.text(),
+        }
+    }
+
+    /// Reads until the response to `id`, following the run's events;
+    /// `Err` is how the turn ended instead (cancelled, lost).
+    async fn next_response(
+        &mut self,
+        conn: &mut Connection,
+        id: &str,
+        cancel: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<Response, TurnEnd> {
+        let silence = conn.tick_interval().max(MIN_TICK) * 2;
+        loop {
+            let frame = tokio::select! {
+                biased;
+                _ = cancel.as_mut() => return Err(self.cancel(conn).await),
+                frame = tokio::time::timeout(silence, conn.recv()) => frame,
+            };
+            match frame {
+                Ok(Some(Frame::Res(res))) if res.id == id => return Ok(res),
+                Ok(Some(Frame::Event(event))) => self.follow(&event),
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(self.lost("the gateway closed the connection")),
+                Err(_) => {
+                    return Err(self.lost(&format!(
+                        "the gateway said nothing for {}s",
+                        silence.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Aborts the run (if it may exist) and reports the cancellation.
+    async fn cancel(&mut self, conn: &mut Connection) -> TurnEnd {
+        let accepted = self.accepted.is_some();
+        let session_key = self
+            .accepted
+            .as_ref()
+            .and_then(|a| a.session_key.clone())
+            .or_else(|| self.params.session_key.clone());
+        // Before the acceptance the run may exist already; without its
+        // session key `sessions.abort` finds it by run id alone.
+        let (method, params) = match session_key {
+            Some(key) => (
+                "chat.abort",
+                serde_json::json!({"sessionKey": key, "runId": self.run_id(),
+                                   "agentId": self.accepted.as_ref().and_then(|a| a.agent_id.clone())
+                                       .or_else(|| self.params.agent_id.clone())}),
+            ),
+            None => (
+                "sessions.abort",
+                serde_json::json!({"runId": self.run_id()}),
+            ),
+        };
+        let aborted = match conn.request(method, params).await {
+            Ok(id) => {
+                let wait = async {
+                    loop {
+                        match conn.recv().await {
+                            Some(Frame::Res(res)) if res.id == id => return res.ok,
+                            Some(_) => {}
+                            None => return false,
+                        }
+                    }
+                };
+                tokio::time::timeout(ABORT_WAIT, wait)
+                    .await
+                    .unwrap_or(false)
+            }
+            Err(_) => false,
+        };
+        TurnEnd::Cancelled {
+            accepted,
+            aborted,
+            partial: self.text(),
+        }
+    }
+
+    /// The assistant's text so far, item after item.
+    fn text(&self) -> String {
+        let texts: Vec<&str> = self.items.iter().map(|(_, t)| t.as_str()).collect();
+        texts.join("\n\n")
+    }
+
+    /// Turns one event into progress, if it belongs to this run.
+    fn follow(&mut self, event: &Event) {
+        let payload = &event.payload;
+        if payload.get("runId").and_then(Value::as_str) != Some(self.run_id()) {
+            return; // events are broadcast to every operator
+        }
+        let progress = match (
+            event.event.as_str(),
+            payload.get("stream").and_then(Value::as_str),
+        ) {
+            ("agent", Some("assistant")) => {
+                let data = &payload["data"];
+                let item = data.get("itemId").and_then(Value::as_str).unwrap_or("");
+                let Some(text) = data.get("text").and_then(Value::as_str) else {
+                    return;
+                };
+                self.assistant(item, text)
+            }
+            ("agent", Some("item")) => {
+                let data = &payload["data"];
+                let field = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("");
+                if field("kind") == "tool" && field("phase") == "start" {
+                    Progress::Tool {
+                        name: field("name").to_owned(),
+                        title: field("title").to_owned(),
+                    }
+                } else {
+                    Progress::Activity
+                }
+            }
+            ("agent" | "chat", _) => Progress::Activity,
+            _ => return,
+        };
+        (self.progress)(progress);
+    }
+
+    /// `text` is the item's whole text so far: what extends the previous
+    /// text is new; anything else is a rewrite.
+    fn assistant(&mut self, item: &str, text: &str) -> Progress {
+        let slot = match self.items.iter().position(|(id, _)| id == item) {
+            Some(i) => i,
+            None => {
+                let separator = if self.items.is_empty() { "" } else { "\n\n" };
+                self.items.push((item.to_owned(), String::new()));
+                let i = self.items.len() - 1;
+                self.items[i].1 = text.to_owned();
+                return Progress::Text(format!("{separator}{text}"));
+            }
+        };
+        let before = std::mem::replace(&mut self.items[slot].1, text.to_owned());
+        match text.strip_prefix(before.as_str()) {
+            Some(added) if slot + 1 == self.items.len() => Progress::Text(added.to_owned()),
+            _ if before == text => Progress::Activity,
+            _ => Progress::Rewritten,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! `--via gateway`: the same call over one operator WebSocket instead of a
+//! spawned `openclaw agent` — about two seconds of Node.js start-up saved
+//! per call — with the same JSON result: the reply text as `content`, the
+//! seed's sentences for timeouts and interruptions, and a turn we give up
+//! on aborted on the gateway rather than left running.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use super::command::Route;
+use super::messages;
+use super::result::{Meta, Status};
+use super::{Interrupt, Options, Reply, Via, push_line, seconds, with_meta};
+use crate::gateway::client::ConnectError;
+use crate::gateway::operator::{self, AgentParams, Progress, TurnEnd};
+
+/// How long `--via auto` waits for the gateway before using the CLI.
+const AUTO_CONNECT_LIMIT: Duration = Duration::from_secs(3);
+const CONNECT_LIMIT: Duration = Duration::from_secs(10);
+/// The gateway's own limit is ours plus this, so our deadline (which
+/// aborts the run) comes first and the gateway's is only a backstop.
+const GATEWAY_TIMEOUT_MARGIN: u64 = 2;
+/// Pauses between reconnects when the link drops mid-turn.
+const RECONNECT_PAUSES: [Duration; 3] = [
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+];
+
+pub enum Attempt {
+    Done(Reply),
+    /// Nothing reached the gateway; why (for the message, or the fallback).
+    Unreachable(String),
+}
+
+pub async fn call(
+    message: &str,
+    route: &Route,
+    options: &Options,
+    started: Instant,
+    mut cancel: Pin<&mut impl Future<Output = Interrupt>>,
+) -> Attempt {
+    let lang = options.lang;
+    let deadline = started + options.timeout;
+    let limit = if options.via == Via::Auto {
+        AUTO_CONNECT_LIMIT
+    } else {
+        CONNECT_LIMIT
+    };
+    let token = options.token.as_deref().filter(|t| !t.trim().is_empty());
+    let connecting = operator::connect(&options.gateway, token, limit.min(options.timeout));
+    let mut conn = tokio::select! {
+        conn = connecting => match conn {
+            Ok(conn) => conn,
+            Err(e) => return Attempt::Unreachable(describe(&e)),
+        },
+        signal = cancel.as_mut() => {
+            let mut content = String::new();
+            push_line(&mut content, &messages::interrupted(lang, signal.name));
+            return Attempt::Done(reply(content, Status::Interrupted(signal.number), started, None, false));
+        }
+        _ = tokio::time::sleep_until(deadline.into()) => {
+            return Attempt::Unreachable(format!("no answer within {}s", seconds(options.timeout)));
+        }
+    };
+    let (agent_id, to) = match route {
+        Route::Agent(agent) => (Some(agent.clone()), None),
+        Route::To(to) => (None, Some(to.clone())),
+    };
+    let params = AgentParams {
+        message: message.to_owned(),
+        agent_id,
+        to,
+        session_key: None,
+        deliver: false,
+        timeout: options.timeout.as_secs_f64().ceil() as u64 + GATEWAY_TIMEOUT_MARGIN,
+        idempotency_key: uuid::Uuid::new_v4().to_string(),
+    };
+    let interrupt = std::cell::Cell::new(None);
+    let mut show = |p: Progress| {
+        if let Some(activity) = &options.activity {
+            activity.show(&p);
+        }
+    };
+    let give_up = async {
+        tokio::select! {
+            signal = cancel.as_mut() => interrupt.set(Some(signal)),
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+        }
+    };
+    let mut give_up = std::pin::pin!(give_up);
+    let mut end = operator::turn(&mut conn, &params, give_up.as_mut(), &mut show).await;
+    // A link that drops mid-turn is reconnected and the run followed to
+    // its end (never sent again: the gateway knows it by its key).
+    let mut pauses = RECONNECT_PAUSES.iter();
+    while let TurnEnd::Lost {
+        accepted: Some(accepted),
+        ..
+    } = &end
+    {
+        let Some(pause) = pauses.next() else { break };
+        let accepted = accepted.clone();
+        let resumed = async {
+            tokio::time::sleep(*pause).await;
+            let mut conn = operator::connect(&options.gateway, token, CONNECT_LIMIT)
+                .await
+                .ok()?;
+            Some(
+                operator::resume(
+                    &mut conn,
+                    &params,
+                    accepted,
+                    std::future::pending(),
+                    &mut show,
+                )
+                .await,
+            )
+        };
+        tokio::select! {
+            resumed = resumed => if let Some(resumed) = resumed { end = resumed },
+            _ = give_up.as_mut() => {
+                let partial = match &end { TurnEnd::Lost { partial, .. } => partial.clone(), _ => String::new() };
+                end = TurnEnd::Cancelled { accepted: true, aborted: false, partial };
+            }
+        }
+    }
+    let run_id = Some(params.idempotency_key.clone());
+    let done = |content, status, timed_out| {
+        Attempt::Done(reply(content, status, started, run_id.clone(), timed_out))
+    };
+    match end {
+        TurnEnd::Finished(finished) => {
+            let status = if finished.ok() {
+                Status::Success
+            } else {
+                Status::Failed(1)
+            };
+            done(finished.text(), status, finished.status == "timeout")
+        }
+        TurnEnd::Refused { error, accepted } => {
+            if !accepted && options.via == Via::Auto && not_the_messages_fault(&error.code) {
+                return Attempt::Unreachable(format!("{}: {}", error.code, error.message));
+            }
+            done(error.message, Status::Failed(1), false)
+        }
+        TurnEnd::Cancelled {
+            accepted,
+            aborted,
+            partial,
+        } => {
+            let mut content = partial;
+            let status = match interrupt.get() {
+                Some(signal) => {
+                    push_line(&mut content, &messages::interrupted(lang, signal.name));
+                    Status::Interrupted(signal.number)
+                }
+                None => {
+                    push_line(
+                        &mut content,
+                        &messages::timed_out(lang, &seconds(options.timeout)),
+                    );
+                    Status::TimedOut
+                }
+            };
+            if accepted && !aborted {
+                push_line(&mut content, messages::abort_unconfirmed(lang));
+            }
+            done(content, status, interrupt.get().is_none())
+        }
+        TurnEnd::Lost {
+            sent: false, why, ..
+        } => Attempt::Unreachable(why),
+        TurnEnd::Lost { why, partial, .. } => {
+            let mut content = partial;
+            push_line(&mut content, &messages::gateway_lost(lang, &why));
+            done(content, Status::Failed(1), false)
+        }
+    }
+}
+
+/// Refusals that say the channel is wrong (scopes, auth), not the call:
+/// the CLI may still get through with its own credentials.
+fn not_the_messages_fault(code: &str) -> bool {
+    code != "INVALID_REQUEST"
+}
+
+fn describe(e: &ConnectError) -> String {
+    match e {
+        ConnectError::Rejected(error) => format!("{}: {}", error.detail_code(), error.message),
+        other => other.to_string(),
+    }
+}
+
+fn reply(
+    content: String,
+    status: Status,
+    started: Instant,
+    run_id: Option<String>,
+    timed_out: bool,
+) -> Reply {
+    Reply {
+        result: with_meta(
+            content,
+            Meta {
+                timed_out,
+                duration_ms: started.elapsed().as_millis() as u64,
+                via: Some("gateway"),
+                run_id,
+                ..Meta::default()
+            },
+        ),
+        status,
+    }
+}

@@ -1,0 +1,297 @@
+//! The router's `--via gateway|auto` against the fake gateway (operator
+//! side): the same JSON as the CLI path, the wire params `openclaw agent`
+//! sends, aborts on timeout and signals, the link dropping mid-turn, and
+//! `auto` falling back to the CLI only when nothing reached the gateway.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::gateway::{Config, FakeGateway, TOKEN};
+use common::{Run, router, router_with};
+use serde_json::Value;
+
+fn via(gw_url: &str, mode: &str, cmd: &mut Command) {
+    cmd.args([
+        "--via",
+        mode,
+        "--gateway",
+        gw_url,
+        "--token",
+        TOKEN,
+        "--lang",
+        "en",
+    ])
+    .args(["--meta", "--exit-code"]);
+}
+
+/// Runs the router off the runtime thread (the fake gateway lives on it).
+async fn call(mut cmd: Command) -> Run {
+    tokio::task::spawn_blocking(move || common::run(&mut cmd))
+        .await
+        .unwrap()
+}
+
+fn gateway_call(gw: &FakeGateway, args: &[&str]) -> Command {
+    let mut cmd = router();
+    via(&gw.url(), "gateway", &mut cmd);
+    cmd.args(args);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_is_the_same_json_as_the_cli_path_and_the_wire_matches_openclaw_agent() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(&gw, &["-m", "hello there"])).await;
+    assert_eq!(run.content(), "ECHO: hello there");
+    assert_eq!(run.code, Some(0));
+    let meta = run.meta();
+    assert_eq!(meta["via"], "gateway");
+    assert_eq!(meta["timedOut"], false);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+
+    let connect = &gw.operator_connects()[0];
+    assert_eq!(connect["client"]["id"], "cli");
+    assert_eq!(connect["client"]["mode"], "cli");
+    assert_eq!(connect["role"], "operator");
+    assert_eq!(connect["scopes"], serde_json::json!(["operator.write"]));
+    assert_eq!(connect["auth"]["token"], TOKEN);
+    assert!(connect.get("device").is_none() && connect.get("commands").is_none());
+
+    let params = &gw.agent_requests()[0];
+    assert_eq!(params["message"], "hello there");
+    assert_eq!(params["agentId"], "main");
+    assert_eq!(params["deliver"], false);
+    assert_eq!(params["timeout"], 62, "our 60 s plus the backstop margin");
+    assert_eq!(params["idempotencyKey"], meta["runId"]);
+    assert!(params.get("sessionKey").is_none() && params.get("to").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn routes_agent_and_to_become_agent_id_and_to() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(&gw, &["-a", "doctor", "-m", "x"])).await;
+    assert_eq!(run.content(), "ECHO: x");
+    let run = call(gateway_call(&gw, &["--to", "+15555550123", "-m", "y"])).await;
+    assert_eq!(run.content(), "ECHO: y");
+    let requests = gw.agent_requests();
+    assert_eq!(requests[0]["agentId"], "doctor");
+    assert_eq!(requests[1]["to"], "+15555550123");
+    assert!(requests[1].get("agentId").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_and_failed_runs_read_as_openclaw_prints_them() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(&gw, &["-a", "nosuchagent", "-m", "hi"])).await;
+    assert_eq!(
+        run.content(),
+        "invalid agent params: unknown agent id \"nosuchagent\""
+    );
+    assert_eq!(run.code, Some(1));
+    let run = call(gateway_call(&gw, &["-m", "[[fail]] please"])).await;
+    assert_eq!(
+        run.content(),
+        "LLM request failed: provider rejected the request schema or tool payload."
+    );
+    assert_eq!(run.code, Some(1));
+    // A blank message never leaves the router (as with the CLI path).
+    let run = call(gateway_call(&gw, &["-m", "   "])).await;
+    assert_eq!(run.code, Some(2));
+    assert_eq!(gw.agent_requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_timeout_aborts_the_run_on_the_gateway_and_keeps_the_partial_text() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(
+        &gw,
+        &["--timeout", "1", "-m", "[[delay:30]] slow"],
+    ))
+    .await;
+    assert_eq!(
+        run.content(),
+        "ECHO:\n[clawbot_router] The remote clawBot timed out (not finished after 1 seconds); this result was aborted."
+    );
+    assert_eq!(run.code, Some(124));
+    assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+    let run_id = run.meta()["runId"].as_str().unwrap().to_owned();
+    assert!(
+        gw.wait_run_over(&run_id, Duration::from_secs(5)).await,
+        "the run was aborted"
+    );
+    let aborts = gw.aborts();
+    assert_eq!(aborts.len(), 1);
+    assert_eq!(aborts[0]["method"], "chat.abort");
+    assert_eq!(aborts[0]["params"]["runId"], run_id.as_str());
+    assert_eq!(aborts[0]["params"]["sessionKey"], "agent:main:main");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signal_aborts_the_run_and_still_prints_the_json() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut cmd = gateway_call(&gw, &["-m", "[[delay:30]] slow"]);
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let waiting = tokio::task::spawn_blocking(move || common::wait(child));
+    gw.wait_operator_hellos(1, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let run = waiting.await.unwrap();
+    assert!(
+        run.content().ends_with(
+            "[clawbot_router] Interrupted (SIGTERM): the remote clawBot was stopped and this result was aborted."
+        ),
+        "{}",
+        run.content()
+    );
+    assert_eq!(run.code, Some(143));
+    assert_eq!(gw.aborts().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_dropped_mid_turn_is_followed_to_the_answer_without_a_second_run() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(
+        &gw,
+        &["-m", "[[drop]] [[delay:1]] keep going"],
+    ))
+    .await;
+    assert_eq!(run.content(), "ECHO: [[drop]] [[delay:1]] keep going");
+    assert_eq!(run.code, Some(0));
+    let requests = gw.agent_requests();
+    assert!(requests.len() >= 2, "the answer is fetched by resending");
+    let keys: Vec<&Value> = requests.iter().map(|r| &r["idempotencyKey"]).collect();
+    assert!(
+        keys.iter().all(|k| *k == keys[0]),
+        "one run, one key: {keys:?}"
+    );
+    assert!(gw.operator_connects().len() >= 2, "reconnected");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rewritten_reply_is_taken_from_the_final_answer() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(&gw, &["-m", "[[rewrite]] tidy"])).await;
+    assert_eq!(run.content(), "ECHO: [[rewrite]] tidy");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_gateway_is_a_clear_error_under_via_gateway() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut cmd = router();
+    via(&url, "gateway", &mut cmd);
+    cmd.args(["-m", "hi"]);
+    let run = call(cmd).await;
+    let content = run.content();
+    assert!(
+        content.starts_with(&format!(
+            "[clawbot_router] Could not reach the OpenClaw gateway at {url} ("
+        )) && content.ends_with("; the remote agent was not called."),
+        "{content}"
+    );
+    assert_eq!(run.code, Some(127));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_token_is_reported_with_the_gateways_reason() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut cmd = router();
+    cmd.args([
+        "--via",
+        "gateway",
+        "--gateway",
+        &gw.url(),
+        "--token",
+        "wrong",
+    ])
+    .args(["--lang", "en", "-m", "hi"]);
+    let run = call(cmd).await;
+    assert!(
+        run.content().contains("AUTH_TOKEN_MISMATCH"),
+        "{}",
+        run.content()
+    );
+    assert!(gw.agent_requests().is_empty());
+}
+
+/// `--via auto` with the fake openclaw as the CLI, recording its runs.
+fn auto_call(record: &std::path::Path, url: &str, token: &str, args: &[&str]) -> Command {
+    let mut cmd = router_with("reply", &["--record", record.to_str().unwrap()]);
+    cmd.args(["--via", "auto", "--gateway", url, "--token", token])
+        .args(["--lang", "en", "--meta"])
+        .args(args);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_uses_the_gateway_when_it_answers() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = common::tempdir();
+    let record = dir.path().join("record");
+    let run = call(auto_call(&record, &gw.url(), TOKEN, &["-m", "hi"])).await;
+    assert_eq!(run.content(), "ECHO: hi");
+    assert_eq!(run.meta()["via"], "gateway");
+    assert!(common::records(&record).is_empty(), "the CLI never ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_falls_back_to_the_cli_when_nothing_reached_the_gateway() {
+    // Nobody listening.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = common::tempdir();
+    let record = dir.path().join("record");
+    let url = format!("ws://127.0.0.1:{port}");
+    let run = call(auto_call(&record, &url, TOKEN, &["-m", "hi"])).await;
+    assert_eq!(run.meta()["via"], "cli");
+    assert_eq!(run.content(), "ECHO: hi\n");
+    assert_eq!(common::records(&record).len(), 1);
+    // A gateway that refuses our credentials.
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(auto_call(&record, &gw.url(), "wrong", &["-m", "hi"])).await;
+    assert_eq!(run.meta()["via"], "cli");
+    assert_eq!(common::records(&record).len(), 2);
+    assert!(gw.agent_requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_never_runs_a_turn_twice() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = common::tempdir();
+    let record = dir.path().join("record");
+    // Refused for the message's sake: the CLI would fail the same way.
+    let run = call(auto_call(
+        &record,
+        &gw.url(),
+        TOKEN,
+        &["-a", "nosuchagent", "-m", "hi"],
+    ))
+    .await;
+    assert_eq!(run.meta()["via"], "gateway");
+    assert!(run.content().contains("unknown agent id"));
+    // Accepted, then timed out: aborted, not retried through the CLI.
+    let run = call(auto_call(
+        &record,
+        &gw.url(),
+        TOKEN,
+        &["--timeout", "1", "-m", "[[delay:30]] slow"],
+    ))
+    .await;
+    assert_eq!(run.meta()["via"], "gateway");
+    assert_eq!(gw.aborts().len(), 1);
+    assert!(common::records(&record).is_empty(), "the CLI never ran");
+}
