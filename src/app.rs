@@ -65,6 +65,10 @@ fn node_options(args: NodeArgs) -> node::Options {
         approval: args.approval,
         allow: args.allow,
         deny: args.deny,
+        doctor: args.doctor.then_some(node::Doctor {
+            agent: args.agent,
+            question: args.message,
+        }),
     }
 }
 

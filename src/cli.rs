@@ -23,6 +23,8 @@ pub struct Cli {
     pub call: CallArgs,
 }
 
+// Parsed once per process: the size of the node's variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print the tool declaration for a host LLM.
@@ -84,6 +86,25 @@ pub struct NodeArgs {
     /// Forbid a command or a program; repeatable; wins over everything.
     #[arg(long = "deny-command", value_name = "NAME")]
     pub deny: Vec<String>,
+
+    /// Also start a doctor session: send this machine's diagnostic context
+    /// to the agent, stream its reply to stdout, and send each stdin line
+    /// as a follow-up until end of input.
+    #[arg(long)]
+    pub doctor: bool,
+
+    /// The doctor agent's id on the gateway.
+    #[arg(long, value_name = "ID", default_value = "doctor", requires = "doctor")]
+    pub agent: String,
+
+    /// What to ask the doctor first.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "doctor",
+        default_value = "Diagnose this OpenClaw installation: find what is wrong and fix it, using this node's tools."
+    )]
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -142,8 +142,52 @@ pub enum Answer {
 /// not a terminal). Lines are read by one thread for the life of the
 /// process, so a question that timed out never swallows the next answer.
 pub struct Prompter {
-    lines: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>,
     say: std_mpsc::Sender<String>,
+}
+
+/// stdin, read by one thread for the life of the process: a line typed
+/// while a question waits is its answer; any other line is a message (for
+/// the doctor session). Both channels close at end of input.
+struct Stdin {
+    asking: Arc<AtomicBool>,
+    answers: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    messages: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+}
+
+fn stdin() -> &'static Stdin {
+    static STDIN: std::sync::OnceLock<Stdin> = std::sync::OnceLock::new();
+    STDIN.get_or_init(|| {
+        let asking = Arc::new(AtomicBool::new(false));
+        let (answer_tx, answers) = tokio::sync::mpsc::unbounded_channel();
+        let (message_tx, messages) = tokio::sync::mpsc::unbounded_channel();
+        let routing = asking.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut stdin = std::io::stdin().lock();
+            let mut bytes = Vec::new();
+            while stdin.read_until(b'\n', &mut bytes).unwrap_or(0) > 0 {
+                let line = String::from_utf8_lossy(&bytes).into_owned();
+                bytes.clear();
+                let to = if routing.load(Ordering::SeqCst) {
+                    &answer_tx
+                } else {
+                    &message_tx
+                };
+                let _ = to.send(line);
+            }
+        });
+        Stdin {
+            asking,
+            answers: tokio::sync::Mutex::new(answers),
+            messages: std::sync::Mutex::new(Some(messages)),
+        }
+    })
+}
+
+/// The lines of stdin that are not answers to a question, until end of
+/// input; only the first caller gets them.
+pub fn stdin_messages() -> Option<tokio::sync::mpsc::UnboundedReceiver<String>> {
+    stdin().messages.lock().ok()?.take()
 }
 
 impl Prompter {
@@ -151,16 +195,6 @@ impl Prompter {
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
             return None;
         }
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            let mut line = String::new();
-            while stdin.read_line(&mut line).unwrap_or(0) > 0 {
-                if tx.send(std::mem::take(&mut line)).is_err() {
-                    break;
-                }
-            }
-        });
         let (say, said) = std_mpsc::channel::<String>();
         std::thread::spawn(move || {
             for text in said {
@@ -169,16 +203,15 @@ impl Prompter {
                 let _ = err.flush();
             }
         });
-        Some(Self {
-            lines: tokio::sync::Mutex::new(rx),
-            say,
-        })
+        Some(Self { say })
     }
 
     /// Shows `what` and waits up to `wait` for o(nce) / a(lways) / d(eny).
     pub async fn ask(&self, what: &str, wait: Duration) -> Answer {
-        let mut lines = self.lines.lock().await;
+        let stdin = stdin();
+        let mut lines = stdin.answers.lock().await;
         while lines.try_recv().is_ok() {} // typed before the question: not an answer
+        stdin.asking.store(true, Ordering::SeqCst);
         let what = printable(what);
         self.print(format!(
             "\n[clawbot_router] OpenClaw wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
@@ -198,6 +231,7 @@ impl Prompter {
         })
         .await
         .unwrap_or(Answer::TimedOut);
+        stdin.asking.store(false, Ordering::SeqCst);
         self.print(
             match answer {
                 Answer::TimedOut => "\n  (no answer in time: denied)\n",

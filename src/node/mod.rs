@@ -14,6 +14,7 @@
 //! Everything the node prints goes to stderr: it is a long-running service.
 
 pub mod backoff;
+mod doctor;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -68,12 +69,45 @@ pub struct Options {
     pub approval: Mode,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
+    /// `--doctor`: the agent to talk to and what to ask it.
+    pub doctor: Option<Doctor>,
 }
 
-/// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1).
-pub async fn run(options: Options) -> u8 {
+pub struct Doctor {
+    pub agent: String,
+    pub question: String,
+}
+
+/// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1);
+/// with `--doctor`, until the doctor session ends too.
+pub async fn run(mut options: Options) -> u8 {
+    let stop = CancellationToken::new();
+    let signalled = stop.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        signalled.cancel();
+    });
+    let wanted = options.doctor.take();
     let code = match Node::start(options) {
-        Ok(node) => node.serve().await,
+        Ok(node) => match wanted {
+            None => node.serve(stop.cancelled()).await,
+            Some(wanted) => {
+                let session = doctor::Options {
+                    gateway: node.options.gateway.clone(),
+                    token: node.options.token.clone(),
+                    agent: wanted.agent,
+                    question: wanted.question,
+                    instance_id: node.identity.device_id.clone(),
+                };
+                let doctor = async {
+                    let code = doctor::session(session, stop.clone()).await;
+                    stop.cancel(); // the session is over: so is the node
+                    code
+                };
+                let (served, doctored) = tokio::join!(node.serve(stop.cancelled()), doctor);
+                if served != 0 { served } else { doctored }
+            }
+        },
         Err(message) => {
             say(&message);
             1
@@ -200,8 +234,7 @@ impl Node {
         })
     }
 
-    async fn serve(self) -> u8 {
-        let shutdown = shutdown_signal();
+    async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> u8 {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
         let mut choice = if self.tokens.get(&self.options.gateway).is_some() {
@@ -498,7 +531,7 @@ impl Node {
             request.node_id.clone()
         };
         tokio::spawn(async move {
-            let outcome = tools
+            let (outcome, decision) = tools
                 .invoke(Invocation {
                     id: &request.id,
                     command: &request.command,
@@ -513,7 +546,7 @@ impl Node {
                 Err(e) => e.code.to_owned(),
             };
             say(&format!(
-                "invoke {} {} → {verdict}",
+                "invoke {} {} → {verdict} ({decision})",
                 short(&request.id),
                 request.command
             ));

@@ -91,9 +91,11 @@ pub async fn call(
     let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
     tokio::pin!(cancel);
     if options.via == Via::Cli {
-        return through_cli(&request.message, &route, options, started, cancel).await;
+        return Box::pin(through_cli(&request.message, &route, options, started, cancel)).await;
     }
-    match gateway::call(&request.message, &route, options, started, cancel.as_mut()).await {
+    // Boxed: the two paths' state machines stay off the stack, which a
+    // caller may have made small (`ulimit -s`, to shrink ARG_MAX).
+    match Box::pin(gateway::call(&request.message, &route, options, started, cancel.as_mut())).await {
         gateway::Attempt::Done(reply) => reply,
         gateway::Attempt::Unreachable(_) if options.via == Via::Auto => {
             // Nothing ran on the gateway: the CLI gets what is left of the time.
@@ -101,7 +103,7 @@ pub async fn call(
                 timeout: options.timeout.saturating_sub(started.elapsed()),
                 ..options.clone()
             };
-            through_cli(&request.message, &route, &options, started, cancel).await
+            Box::pin(through_cli(&request.message, &route, &options, started, cancel)).await
         }
         gateway::Attempt::Unreachable(reason) => refuse(
             started,

@@ -128,25 +128,31 @@ impl Tools {
         &self.workspace
     }
 
-    pub async fn invoke(self: &Arc<Self>, inv: Invocation<'_>) -> Result<Value, ToolError> {
+    /// Runs one invocation; the result, and how the policy decided (for
+    /// the node's log: `allowed:safe`, `allowed:asked-once`, `refused:...`).
+    pub async fn invoke(
+        self: &Arc<Self>,
+        inv: Invocation<'_>,
+    ) -> (Result<Value, ToolError>, String) {
         let started = Instant::now();
         let mut decision = None;
         let result = self.dispatch(&inv, &mut decision).await;
+        let label = decision
+            .map(|d: Decision| d.label())
+            .unwrap_or_else(|| "none".into());
         self.audit.record(&audit::Entry {
             ts: audit::now_ms(),
             invoke_id: inv.id,
             command: inv.command,
             params_sha256: audit::digest(inv.params_json.unwrap_or("")),
-            decision: decision
-                .map(|d: Decision| d.label())
-                .unwrap_or_else(|| "none".into()),
+            decision: label.clone(),
             outcome: match &result {
                 Ok(_) => "ok".into(),
                 Err(e) => format!("error:{}", e.code),
             },
             duration_ms: started.elapsed().as_millis() as u64,
         });
-        result
+        (result, label)
     }
 
     /// One command, three steps: describe the call and prepare its work
@@ -350,6 +356,7 @@ mod tests {
             cancel: CancellationToken::new(),
         })
         .await
+        .0
     }
 
     #[tokio::test]
@@ -434,7 +441,8 @@ mod tests {
                 max_bytes: 1024,
                 cancel,
             })
-            .await;
+            .await
+            .0;
         assert_eq!(result.unwrap_err().code, "CANCELLED");
         assert!(started.elapsed() < Duration::from_secs(5));
     }

@@ -282,6 +282,146 @@ pub async fn validate_config() -> Result<Value, ToolError> {
     }))
 }
 
+/// The diagnostic context of a doctor session (seed 000 §4,
+/// `doctor_diagnosis_request`): what OpenClaw is installed, its config
+/// (secrets redacted), its static checks, its recent errors, and this
+/// machine. Every part that cannot be had says why instead.
+pub async fn doctor_context(instance_id: &str, question: &str) -> Value {
+    let words = openclaw();
+    let (version, path) = match &words {
+        None => ("not_installed".to_owned(), Value::Null),
+        Some(words) => {
+            let version = run_openclaw(words, &["--version"], VERSION_TIMEOUT)
+                .await
+                .filter(|o| o.exit_code() == Some(0))
+                .map(|o| o.output.join(|_| String::new()))
+                .and_then(|text| {
+                    text.lines()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| l.trim().to_owned())
+                })
+                .unwrap_or_else(|| "unknown".to_owned());
+            let path = which::which(&words[0])
+                .map(|p| Value::from(p.display().to_string()))
+                .unwrap_or(Value::Null);
+            (version, path)
+        }
+    };
+    let config = match read_config() {
+        Ok(v) => v["content"].clone(),
+        Err(e) => Value::from(format!("{}: {}", e.code, e.message)),
+    };
+    let report = match validate_config().await {
+        Ok(v) => v,
+        Err(e) => json!({"error": format!("{}: {}", e.code, e.message)}),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    json!({
+        "type": "doctor_diagnosis_request",
+        "question": question,
+        "target": {
+            "instanceType": "local",
+            "instanceId": instance_id,
+            "hostname": hostname(),
+        },
+        "context": {
+            "openclawVersion": version,
+            "openclawPath": path,
+            "configContent": config,
+            "doctorReport": report,
+            "errorLog": error_log(words.as_deref()).await,
+            "systemInfo": {
+                "os": os_name(),
+                "arch": std::env::consts::ARCH,
+                "shell": env("SHELL").map(|s| s.rsplit('/').next().unwrap_or(&s).to_owned()),
+                "path": env("PATH"),
+                "homeDir": env("HOME"),
+            },
+        },
+    })
+}
+
+/// Lines of the gateway's log a doctor gets.
+const ERROR_LOG_LINES: usize = 50;
+/// Only this much of the log's end is read.
+const ERROR_LOG_TAIL_BYTES: u64 = 1024 * 1024;
+
+/// The last warning and error lines of OpenClaw's log (the file the config
+/// names under `logging.file`, else today's `/tmp/openclaw/openclaw-*.log`),
+/// or the last lines if none look like errors.
+async fn error_log(words: Option<&[String]>) -> String {
+    let configured = match words {
+        Some(words) => run_openclaw(words, &["config", "get", "logging.file"], VERSION_TIMEOUT)
+            .await
+            .filter(|o| o.exit_code() == Some(0))
+            .map(|o| {
+                o.output
+                    .join(|_| String::new())
+                    .trim()
+                    .trim_matches('"')
+                    .to_owned()
+            })
+            .filter(|p| !p.is_empty() && !p.contains('\n'))
+            .map(PathBuf::from),
+        None => None,
+    };
+    let path = configured.or_else(newest_default_log);
+    let Some(path) = path else {
+        return "no OpenClaw log file found".into();
+    };
+    match tail(&path, ERROR_LOG_TAIL_BYTES) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            let errors: Vec<&str> = lines
+                .iter()
+                .copied()
+                .filter(|l| {
+                    let l = l.to_ascii_lowercase();
+                    l.contains("error") || l.contains("warn") || l.contains("fatal")
+                })
+                .collect();
+            let pick = if errors.is_empty() { &lines } else { &errors };
+            let start = pick.len().saturating_sub(ERROR_LOG_LINES);
+            redact(&pick[start..].join("\n"))
+        }
+        Err(e) => format!("{}: {e}", path.display()),
+    }
+}
+
+fn newest_default_log() -> Option<PathBuf> {
+    std::fs::read_dir("/tmp/openclaw")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("openclaw-") && name.ends_with(".log")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .map(|e| e.path())
+}
+
+/// The last `limit` bytes of a file, as text.
+fn tail(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(limit)))?;
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn os_name() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        });
+    pretty.unwrap_or_else(|| std::env::consts::OS.to_owned())
+}
+
 pub fn hostname() -> Option<String> {
     #[cfg(unix)]
     {
