@@ -81,7 +81,10 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
         };
         match doctor.turn(&params).await {
             Step::Done => {}
-            Step::Stopped => return 0,
+            Step::Stopped => {
+                doctor.out.flush();
+                return 0;
+            }
             Step::Fatal if first => return 1,
             Step::Fatal => {}
         }

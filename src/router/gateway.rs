@@ -94,36 +94,38 @@ pub async fn call(
     // A link that drops mid-turn is reconnected and the run followed to
     // its end (never sent again: the gateway knows it by its key).
     let mut pauses = RECONNECT_PAUSES.iter();
-    while let TurnEnd::Lost {
-        accepted: Some(accepted),
-        ..
-    } = &end
-    {
-        let Some(pause) = pauses.next() else { break };
-        let accepted = accepted.clone();
-        let resumed = async {
-            tokio::time::sleep(*pause).await;
-            let mut conn = operator::connect(&options.gateway, token, CONNECT_LIMIT)
-                .await
-                .ok()?;
-            Some(
-                operator::resume(
-                    &mut conn,
-                    &params,
-                    accepted,
-                    std::future::pending(),
-                    &mut show,
-                )
-                .await,
-            )
+    loop {
+        let TurnEnd::Lost {
+            accepted,
+            sent: true,
+            partial,
+            ..
+        } = &end
+        else {
+            break;
         };
-        tokio::select! {
-            resumed = resumed => if let Some(resumed) = resumed { end = resumed },
+        let Some(pause) = pauses.next() else { break };
+        let (accepted, partial) = (accepted.clone(), partial.clone());
+        let reconnect = async {
+            tokio::time::sleep(*pause).await;
+            operator::connect(&options.gateway, token, CONNECT_LIMIT).await
+        };
+        let conn = tokio::select! {
+            conn = reconnect => conn,
             _ = give_up.as_mut() => {
-                let partial = match &end { TurnEnd::Lost { partial, .. } => partial.clone(), _ => String::new() };
-                end = TurnEnd::Cancelled { accepted: true, aborted: false, partial };
+                end = TurnEnd::Cancelled { accepted: accepted.is_some(), aborted: false, partial };
+                break;
             }
-        }
+        };
+        let Ok(mut conn) = conn else { continue };
+        // Accepted: follow the run. Maybe not: the same request again is
+        // safe, the gateway deduplicates it by its key.
+        end = match accepted {
+            Some(run) => {
+                operator::resume(&mut conn, &params, run, give_up.as_mut(), &mut show).await
+            }
+            None => operator::turn(&mut conn, &params, give_up.as_mut(), &mut show).await,
+        };
     }
     let run_id = Some(params.idempotency_key.clone());
     let done = |content, status, timed_out| {

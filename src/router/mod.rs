@@ -91,11 +91,26 @@ pub async fn call(
     let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
     tokio::pin!(cancel);
     if options.via == Via::Cli {
-        return Box::pin(through_cli(&request.message, &route, options, started, cancel)).await;
+        return Box::pin(through_cli(
+            &request.message,
+            &route,
+            options,
+            started,
+            cancel,
+        ))
+        .await;
     }
     // Boxed: the two paths' state machines stay off the stack, which a
     // caller may have made small (`ulimit -s`, to shrink ARG_MAX).
-    match Box::pin(gateway::call(&request.message, &route, options, started, cancel.as_mut())).await {
+    match Box::pin(gateway::call(
+        &request.message,
+        &route,
+        options,
+        started,
+        cancel.as_mut(),
+    ))
+    .await
+    {
         gateway::Attempt::Done(reply) => reply,
         gateway::Attempt::Unreachable(_) if options.via == Via::Auto => {
             // Nothing ran on the gateway: the CLI gets what is left of the time.
@@ -103,7 +118,14 @@ pub async fn call(
                 timeout: options.timeout.saturating_sub(started.elapsed()),
                 ..options.clone()
             };
-            Box::pin(through_cli(&request.message, &route, &options, started, cancel)).await
+            Box::pin(through_cli(
+                &request.message,
+                &route,
+                &options,
+                started,
+                cancel,
+            ))
+            .await
         }
         gateway::Attempt::Unreachable(reason) => refuse(
             started,
