@@ -94,16 +94,13 @@ pub async fn call(
     // A link that drops mid-turn is reconnected and the run followed to
     // its end (never sent again: the gateway knows it by its key).
     let mut pauses = RECONNECT_PAUSES.iter();
-    loop {
-        let TurnEnd::Lost {
-            accepted,
-            sent: true,
-            partial,
-            ..
-        } = &end
-        else {
-            break;
-        };
+    while let TurnEnd::Lost {
+        accepted,
+        sent: true,
+        partial,
+        ..
+    } = &end
+    {
         let Some(pause) = pauses.next() else { break };
         let (accepted, partial) = (accepted.clone(), partial.clone());
         let reconnect = async {
