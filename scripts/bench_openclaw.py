@@ -6,10 +6,15 @@
    same gateway — start → hello-ok, RSS idle and after N invokes, and the
    system.which round trip (p50/p90/p99) from a WebSocket operator client.
 5. end-to-end router call with the instant fake model: wall time of the CLI
-   path, and where it goes (the turn's own durationMs vs CLI start-up), next
-   to the same turn over one operator WebSocket.
+   path (`--via cli`) and of the gateway path (`--via gateway`), interleaved,
+   the same number of calls each (target: gateway >= 5x faster); where the
+   CLI path's time goes (the turn's own durationMs vs CLI start-up); and the
+   same turn over one operator WebSocket from Node.js, for reference.
 Prints figures; asserts nothing.
+
+Usage: python3 scripts/bench_openclaw.py [--only 4|5] [--runs N]
 """
+import argparse
 import json
 import os
 import statistics
@@ -111,25 +116,32 @@ def fmt(s):
     return f"p50 {s['p50']:.2f} ms, p90 {s['p90']:.2f} ms, p99 {s['p99']:.2f} ms"
 
 
-def main():
-    if "OPENCLAW_GATEWAY_URL" not in os.environ:
-        sys.exit('run `scripts/sandbox.sh up` and `eval "$(scripts/sandbox.sh env)"` first')
-    tmp = tempfile.mkdtemp()
-    ours = bench_node("clawbot_router node", [ROUTER, "node", "--display-name", "bench-ours", "--state-dir",
-                                              f"{tmp}/ours", "--workspace", tmp], "bench-ours")
-    theirs_argv = ["env", f"OPENCLAW_STATE_DIR={tmp}/oc-node", "openclaw", "node", "run", "--host", "127.0.0.1",
-                   "--port", os.environ["OPENCLAW_GATEWAY_URL"].rsplit(":", 1)[1], "--no-tls",
-                   "--display-name", "bench-openclaw"]
-    theirs = bench_node("openclaw node run   ", theirs_argv, "bench-openclaw")
-    if "p50" in ours and "p50" in theirs:
-        print(f"round-trip ratio (openclaw node run / ours): p50 {theirs['p50']/ours['p50']:.2f}x, "
-              f"p99 {theirs['p99']/ours['p99']:.2f}x")
+def router_turn(via, message):
+    """One router call; (wall seconds, whether the reply came back)."""
+    t = time.perf_counter()
+    out = subprocess.run([ROUTER, "--via", via, "-a", "main", "-m", message, "--timeout", "120"],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    try:
+        ok = json.loads(out.stdout)["content"].startswith(f"ECHO: {message}")
+    except (ValueError, KeyError):
+        ok = False
+    return wall, ok
 
-    walls, turns, ws = [], [], []
-    for i in range(5):
-        t = time.perf_counter()
-        subprocess.run([ROUTER, "-a", "main", "-m", f"bench {i}", "--timeout", "120"], capture_output=True)
-        walls.append(time.perf_counter() - t)
+
+def bench_turn(runs):
+    # One unmeasured call per path first: the gateway's first turn after a
+    # pause does start-up work of its own (seconds) that neither path owns.
+    router_turn("cli", "bench warm-up cli")
+    router_turn("gateway", "bench warm-up gateway")
+    cli, gw, turns, ws, failed = [], [], [], [], []
+    for i in range(runs):  # interleaved, so drift hits both paths alike
+        for via, walls in (("cli", cli), ("gateway", gw)):
+            wall, ok = router_turn(via, f"bench {via} {i}")
+            if ok:
+                walls.append(wall)
+            else:
+                failed.append(f"{via} #{i}")
         out = openclaw("agent", "--agent", "main", "--message", f"bench json {i}", "--json")
         try:
             turns.append(json.loads(out)["result"]["meta"]["durationMs"] / 1000)
@@ -138,12 +150,42 @@ def main():
         out = subprocess.run(["node", OPERATOR, "agent", f"bench ws {i}"], capture_output=True, text=True)
         if out.returncode == 0:
             ws.append(json.loads(out.stdout)["totalMs"] / 1000)
-    w = statistics.median(walls)
+    if failed:
+        print(f"calls without the reply (left out): {failed}")
+    if not cli or not gw:
+        sys.exit("no successful calls on one of the paths")
+    c, g = statistics.median(cli), statistics.median(gw)
     turn = statistics.median(turns) if turns else float("nan")
-    line = f"router CLI path: {w*1e3:.0f} ms wall (median of 5); the turn itself {turn*1e3:.0f} ms, so ~{(w-turn)*1e3:.0f} ms is openclaw CLI start-up and connect"
+    print(f"router --via cli: {c*1e3:.0f} ms wall (median of {len(cli)}, range {min(cli)*1e3:.0f}-{max(cli)*1e3:.0f}); "
+          f"the turn itself {turn*1e3:.0f} ms, so ~{(c-turn)*1e3:.0f} ms is openclaw CLI start-up and connect")
+    print(f"router --via gateway: {g*1e3:.0f} ms wall (median of {len(gw)}, range {min(gw)*1e3:.0f}-{max(gw)*1e3:.0f}); "
+          f"{c/g:.1f}x faster than --via cli  target >= 5x")
     if ws:
-        line += f"; the same turn over one operator WebSocket: {statistics.median(ws)*1e3:.0f} ms ({w/statistics.median(ws):.1f}x faster)"
-    print(line)
+        w = statistics.median(ws)
+        print(f"for reference, the same turn over one operator WebSocket from Node.js (scripts/bench/operator.mjs): "
+              f"{w*1e3:.0f} ms ({c/w:.1f}x faster than --via cli)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", type=int, choices=(4, 5), help="run one item only")
+    ap.add_argument("--runs", type=int, default=10, help="router calls per path in item 5")
+    args = ap.parse_args()
+    if "OPENCLAW_GATEWAY_URL" not in os.environ:
+        sys.exit('run `scripts/sandbox.sh up` and `eval "$(scripts/sandbox.sh env)"` first')
+    if args.only in (None, 4):
+        tmp = tempfile.mkdtemp()
+        ours = bench_node("clawbot_router node", [ROUTER, "node", "--display-name", "bench-ours", "--state-dir",
+                                                  f"{tmp}/ours", "--workspace", tmp], "bench-ours")
+        theirs_argv = ["env", f"OPENCLAW_STATE_DIR={tmp}/oc-node", "openclaw", "node", "run", "--host", "127.0.0.1",
+                       "--port", os.environ["OPENCLAW_GATEWAY_URL"].rsplit(":", 1)[1], "--no-tls",
+                       "--display-name", "bench-openclaw"]
+        theirs = bench_node("openclaw node run   ", theirs_argv, "bench-openclaw")
+        if "p50" in ours and "p50" in theirs:
+            print(f"round-trip ratio (openclaw node run / ours): p50 {theirs['p50']/ours['p50']:.2f}x, "
+                  f"p99 {theirs['p99']/ours['p99']:.2f}x")
+    if args.only in (None, 5):
+        bench_turn(args.runs)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ up() {
   config
   eval "$(exports)"
   : >"$CLAWBOT_SANDBOX_MODEL_LOG"
+  : >"$CLAWBOT_SANDBOX_MODEL_LOG.hangups"
   start model python3 "$here/fake_model.py" --port "$model_port" --log "$CLAWBOT_SANDBOX_MODEL_LOG"
   start_gateway
 }

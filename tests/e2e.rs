@@ -1,6 +1,6 @@
-//! End to end against the real OpenClaw (issue 4): the router's CLI path and
-//! the node, through a gateway started by `scripts/sandbox.sh` with a fake
-//! model. Ignored by a plain `cargo test` (they need the sandbox); run them
+//! End to end against the real OpenClaw (issues 4 and 5): the router's CLI
+//! and gateway paths and the node, through a gateway started by
+//! `scripts/sandbox.sh` with a fake model. Ignored by a plain `cargo test` (they need the sandbox); run them
 //! with `scripts/e2e.sh`, which brings the sandbox up, runs
 //! `cargo test --test e2e -- --ignored --test-threads=1`, and takes it down.
 
@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -203,9 +204,9 @@ fn e2e_a_slow_model_times_out_and_leaves_nothing_behind() {
         Vec::<u32>::new(),
         "processes outlived the router"
     );
-    // The gateway finishes the abandoned turn on its own (aborting it is the
-    // gateway path's job), and OpenClaw hands its message to the session's
-    // next turn as "queued": let that turn happen here, not in another test.
+    // SIGTERM makes `openclaw agent` abort its turn, but OpenClaw still
+    // hands the aborted message (`[[delay]]` and all) to the session's next
+    // turn as "queued": let that turn happen here, not in another test.
     std::thread::sleep(Duration::from_secs(14).saturating_sub(started.elapsed()));
     let next =
         run(real_router().args(["-a", "main", "-m", "after the timeout", "--timeout", "120"]));
@@ -242,9 +243,221 @@ fn e2e_hostile_messages_reach_the_model_byte_for_byte() {
     assert!(!Path::new("/tmp/clawbot_e2e_pwned").exists());
 }
 
+// ---- Router, gateway path (--via gateway|auto) --------------------------------
+
+/// The router with `--via gateway`; the URL and token are the sandbox's
+/// OPENCLAW_GATEWAY_URL/TOKEN, the defaults a user's shell would give it.
+fn via_gateway() -> Command {
+    let mut cmd = real_router();
+    cmd.args(["--via", "gateway"]);
+    cmd
+}
+
+/// The lines of the fake model's hang-up log (callers that gave up during
+/// a `[[delay]]`: how an aborted run shows from outside the gateway).
+fn hangups() -> Vec<String> {
+    let path = format!(
+        "{}.hangups",
+        std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()
+    );
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_a_reply_is_the_cli_paths_reply() {
+    let message = unique("总结最近的日志 over the gateway");
+    let gateway = run(via_gateway().args([
+        "-a",
+        "main",
+        "-m",
+        &message,
+        "--timeout",
+        "120",
+        "--meta",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        gateway.content(),
+        format!("ECHO: {message}\n"),
+        "{}",
+        gateway.stdout
+    );
+    assert_eq!(gateway.code, Some(0));
+    assert_eq!(gateway.meta()["via"], "gateway");
+    assert!(gateway.meta()["runId"].is_string(), "{}", gateway.stdout);
+    assert_eq!(last_user_text(), message, "the model got something else");
+    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    assert!(
+        log.lines().last().unwrap().contains("agent=main"),
+        "the turn did not run as main"
+    );
+    // The same message through the CLI: the same content, byte for byte.
+    let cli = run(real_router().args(["-a", "main", "-m", &message, "--timeout", "120", "--meta"]));
+    assert_eq!(cli.meta()["via"], "cli");
+    assert_eq!(cli.content(), gateway.content());
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_an_unknown_agent_is_refused_in_the_gateways_words() {
+    let run = run(via_gateway().args([
+        "-a",
+        "nosuchagent",
+        "-m",
+        "hi",
+        "--timeout",
+        "120",
+        "--meta",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        run.content(),
+        "invalid agent params: unknown agent id \"nosuchagent\"\n"
+    );
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.meta()["via"], "gateway");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_the_to_route() {
+    let message = unique("to a destination over the gateway");
+    let routed = run(via_gateway().args([
+        "--to",
+        "+15555550123",
+        "-m",
+        &message,
+        "--timeout",
+        "120",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        routed.content(),
+        format!("ECHO: {message}\n"),
+        "{}",
+        routed.stdout
+    );
+    assert_eq!(routed.code, Some(0));
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_a_timeout_aborts_the_run_on_the_gateway() {
+    // An aborted turn's message is handed to its session's next turn as
+    // "queued", `[[delay]]` and all. A session of its own (a `--to` shaped
+    // like a session key is used as the key, by the CLI and the gateway
+    // alike), fresh each run, keeps that from every other turn.
+    let marker = unique("abort me");
+    let session = format!("agent:main:e2e-abort-{}", uuid::Uuid::new_v4().simple());
+    let seen = hangups().len();
+    let timed_out = run(via_gateway().args([
+        "--to",
+        &session,
+        "-m",
+        &format!("[[delay:30]] {marker}"),
+        "--timeout",
+        "3",
+        "--meta",
+        "--exit-code",
+    ]));
+    assert!(
+        timed_out.content().ends_with(
+            "[clawbot_router] 远程 clawBot 处理超时（超过 3 秒未完成），本次结果已中止。"
+        ),
+        "{}",
+        timed_out.stdout
+    );
+    assert_eq!(timed_out.code, Some(124));
+    assert_eq!(timed_out.meta()["timedOut"], true);
+    assert_eq!(timed_out.meta()["via"], "gateway");
+    assert!(
+        timed_out.elapsed < Duration::from_secs(3 + 3),
+        "{:?}",
+        timed_out.elapsed
+    );
+    // Aborted on the gateway: the model's call is dropped. A gateway slow
+    // to prepare the turn may be aborted before it calls the model at all;
+    // then no call may come later either.
+    let model_got_it = || {
+        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap())
+            .unwrap()
+            .contains(&marker)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let new: Vec<String> = hangups().into_iter().skip(seen).collect();
+        if new.iter().any(|line| line.contains(&marker)) {
+            break;
+        }
+        if Instant::now() >= deadline {
+            assert!(
+                !model_got_it(),
+                "the model is still answering an aborted run: {new:?}"
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // And the gateway ended the run because we aborted it ("rpc"), not on
+    // its own backstop (our timeout plus 2 s, status "timeout"), which
+    // would also hang up on the model a moment later.
+    let run_id = timed_out.meta()["runId"].as_str().unwrap().to_owned();
+    let params = json!({ "runId": run_id, "timeoutMs": 5_000 }).to_string();
+    let ended = openclaw_json(&[
+        "gateway",
+        "call",
+        "agent.wait",
+        "--params",
+        &params,
+        "--json",
+    ]);
+    assert_eq!(ended["stopReason"], "rpc", "{ended}");
+    assert_ne!(ended["status"], "ok", "{ended}");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_auto_falls_back_to_the_cli_when_the_gateway_is_closed() {
+    // A port nobody listens on, for the router only: the spawned openclaw
+    // still reaches the sandbox through OPENCLAW_GATEWAY_URL.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let message = unique("auto falls back");
+    let run = run(real_router().args([
+        "--via",
+        "auto",
+        "--gateway",
+        &format!("ws://127.0.0.1:{port}"),
+        "-a",
+        "main",
+        "-m",
+        &message,
+        "--timeout",
+        "120",
+        "--meta",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        run.content(),
+        format!("ECHO: {message}\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.code, Some(0));
+    assert_eq!(run.meta()["via"], "cli");
+}
+
 // ---- Node --------------------------------------------------------------------
 
 struct RealNode {
+    stdin: Option<std::process::ChildStdin>,
     child: Child,
     log: PathBuf,
     name: String,
@@ -254,23 +467,38 @@ struct RealNode {
 
 impl RealNode {
     fn start(name: &str, args: &[&str]) -> Self {
+        Self::start_with(name, args, None)
+    }
+
+    /// With `stdout`, stdin is a pipe (`self.stdin`) and stdout goes to that
+    /// file: what a doctor session wants.
+    fn start_with(name: &str, args: &[&str], stdout: Option<&std::path::Path>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::write(ws.join("peer.txt"), "peer-file-content-42\n").unwrap();
         let log = dir.path().join("node.log");
-        let child = real_router()
+        let (stdin, stdout) = match stdout {
+            Some(path) => (
+                Stdio::piped(),
+                Stdio::from(std::fs::File::create(path).unwrap()),
+            ),
+            None => (Stdio::null(), Stdio::null()),
+        };
+        let mut child = real_router()
             .args(["node", "--display-name", name])
             .arg("--state-dir")
             .arg(dir.path().join("state"))
             .arg("--workspace")
             .arg(&ws)
             .args(args)
-            .stdout(Stdio::null())
+            .stdin(stdin)
+            .stdout(stdout)
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
         RealNode {
+            stdin: child.stdin.take(),
             child,
             log,
             name: name.to_owned(),
@@ -495,4 +723,79 @@ fn e2e_manual_pairing_with_devices_approve() {
     node.approve_surface();
     let read = node.invoke("read_file", json!({"path": "peer.txt"}));
     assert_eq!(read["ok"], true, "{read}");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_doctor_session_streams_runs_tools_here_and_follows_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("doctor.out");
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let question = format!("doctor question {marker}");
+    let mut node = RealNode::start_with(
+        "e2e-doctor",
+        &[
+            "--doctor",
+            "--agent",
+            "main",
+            "--message",
+            &question,
+            "--allow-command",
+            "system.run",
+        ],
+        Some(&out),
+    );
+    let mut stdin = node.stdin.take().unwrap();
+    let stdout = || std::fs::read_to_string(&out).unwrap_or_default();
+    let wait_stdout = |needle: &str, node: &RealNode| {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !stdout().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the doctor never printed {needle:?}:\n{}\n--- stderr ---\n{}",
+                stdout(),
+                node.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // The diagnostic context reached the model as the first message, with
+    // the real openclaw's version and a redacted config.
+    wait_stdout(&marker, &node);
+    let context: Value =
+        serde_json::from_str(&last_user_text()).expect("the first message is JSON");
+    assert_eq!(context["type"], "doctor_diagnosis_request");
+    assert_eq!(context["question"], question.as_str());
+    assert!(
+        context["context"]["openclawVersion"]
+            .as_str()
+            .unwrap()
+            .contains("2026.9.6"),
+        "{context}"
+    );
+    let config = context["context"]["configContent"].as_str().unwrap();
+    assert!(config.contains("<redacted>"), "{config}");
+    let token = std::env::var("OPENCLAW_GATEWAY_TOKEN").unwrap();
+    assert!(
+        !last_user_text().contains(&token),
+        "the gateway token left the machine"
+    );
+    // Tools on this node need the operator's approval of its surface first.
+    node.approve_surface();
+    writeln!(stdin, "[[exec:echo doctor-ran-{marker}]]").unwrap();
+    stdin.flush().unwrap();
+    wait_stdout(&format!("doctor-ran-{marker}"), &node);
+    let log = node.wait_log("system.run → ok (allowed:", Duration::from_secs(30));
+    assert!(log.contains("doctor: the agent runs"), "{log}");
+    // End of input ends the session and the node.
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = node.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the doctor did not end at EOF");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0), "{}", node.log());
 }

@@ -46,7 +46,11 @@ fn gateway_call(gw: &FakeGateway, args: &[&str]) -> Command {
 async fn a_reply_is_the_same_json_as_the_cli_path_and_the_wire_matches_openclaw_agent() {
     let gw = FakeGateway::start(Config::default()).await;
     let run = call(gateway_call(&gw, &["-m", "hello there"])).await;
-    assert_eq!(run.content(), "ECHO: hello there");
+    assert_eq!(
+        run.content(),
+        "ECHO: hello there\n",
+        "as openclaw agent prints it"
+    );
     assert_eq!(run.code, Some(0));
     let meta = run.meta();
     assert_eq!(meta["via"], "gateway");
@@ -74,13 +78,16 @@ async fn a_reply_is_the_same_json_as_the_cli_path_and_the_wire_matches_openclaw_
 async fn routes_agent_and_to_become_agent_id_and_to() {
     let gw = FakeGateway::start(Config::default()).await;
     let run = call(gateway_call(&gw, &["-a", "doctor", "-m", "x"])).await;
-    assert_eq!(run.content(), "ECHO: x");
+    assert_eq!(run.content(), "ECHO: x\n");
     let run = call(gateway_call(&gw, &["--to", "+15555550123", "-m", "y"])).await;
-    assert_eq!(run.content(), "ECHO: y");
+    assert_eq!(run.content(), "ECHO: y\n");
     let requests = gw.agent_requests();
     assert_eq!(requests[0]["agentId"], "doctor");
     assert_eq!(requests[1]["to"], "+15555550123");
-    assert!(requests[1].get("agentId").is_none());
+    assert_eq!(
+        requests[1]["agentId"], "main",
+        "the gateway's default agent (agents.list)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -89,13 +96,13 @@ async fn refusals_and_failed_runs_read_as_openclaw_prints_them() {
     let run = call(gateway_call(&gw, &["-a", "nosuchagent", "-m", "hi"])).await;
     assert_eq!(
         run.content(),
-        "invalid agent params: unknown agent id \"nosuchagent\""
+        "invalid agent params: unknown agent id \"nosuchagent\"\n"
     );
     assert_eq!(run.code, Some(1));
     let run = call(gateway_call(&gw, &["-m", "[[fail]] please"])).await;
     assert_eq!(
         run.content(),
-        "LLM request failed: provider rejected the request schema or tool payload."
+        "LLM request failed: provider rejected the request schema or tool payload.\n"
     );
     assert_eq!(run.code, Some(1));
     // A blank message never leaves the router (as with the CLI path).
@@ -164,7 +171,7 @@ async fn a_link_dropped_mid_turn_is_followed_to_the_answer_without_a_second_run(
         &["-m", "[[drop]] [[delay:1]] keep going"],
     ))
     .await;
-    assert_eq!(run.content(), "ECHO: [[drop]] [[delay:1]] keep going");
+    assert_eq!(run.content(), "ECHO: [[drop]] [[delay:1]] keep going\n");
     assert_eq!(run.code, Some(0));
     let requests = gw.agent_requests();
     assert!(requests.len() >= 2, "the answer is fetched by resending");
@@ -180,7 +187,7 @@ async fn a_link_dropped_mid_turn_is_followed_to_the_answer_without_a_second_run(
 async fn a_rewritten_reply_is_taken_from_the_final_answer() {
     let gw = FakeGateway::start(Config::default()).await;
     let run = call(gateway_call(&gw, &["-m", "[[rewrite]] tidy"])).await;
-    assert_eq!(run.content(), "ECHO: [[rewrite]] tidy");
+    assert_eq!(run.content(), "ECHO: [[rewrite]] tidy\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -241,7 +248,7 @@ async fn auto_uses_the_gateway_when_it_answers() {
     let dir = common::tempdir();
     let record = dir.path().join("record");
     let run = call(auto_call(&record, &gw.url(), TOKEN, &["-m", "hi"])).await;
-    assert_eq!(run.content(), "ECHO: hi");
+    assert_eq!(run.content(), "ECHO: hi\n");
     assert_eq!(run.meta()["via"], "gateway");
     assert!(common::records(&record).is_empty(), "the CLI never ran");
 }

@@ -125,7 +125,8 @@ pub struct Payload {
 }
 
 impl Finished {
-    /// The reply as `openclaw agent` prints it without `--json`.
+    /// The reply exactly as `openclaw agent` prints it without `--json`:
+    /// one line per payload text and media URL, each with its newline.
     pub fn text(&self) -> String {
         let mut lines = Vec::new();
         for payload in self.result.iter().flat_map(|r| &r.payloads) {
@@ -146,7 +147,7 @@ impl Finished {
             let summary = self.summary.as_deref().filter(|s| !s.trim().is_empty());
             lines.push(summary.unwrap_or("No reply from agent.").to_owned());
         }
-        lines.join("\n")
+        lines.iter().map(|line| format!("{line}\n")).collect()
     }
 
     /// `ok` / `completed` exit 0 in `openclaw agent`; anything else 1.
@@ -237,6 +238,35 @@ pub async fn turn(
             _ => return TurnEnd::Finished(parse_finished(payload)),
         }
     }
+}
+
+/// The gateway's default agent (`agents.list`'s `defaultId`), as
+/// `openclaw agent` looks it up before a `--to` turn; `None` when the
+/// gateway does not say within a few seconds.
+pub async fn default_agent(conn: &mut Connection) -> Option<String> {
+    let id = conn
+        .request("agents.list", serde_json::json!({}))
+        .await
+        .ok()?;
+    let wait = async {
+        loop {
+            match conn.recv().await? {
+                Frame::Res(res) if res.id == id => {
+                    let payload = res.payload.filter(|_| res.ok)?;
+                    return payload
+                        .get("defaultId")
+                        .and_then(Value::as_str)
+                        .filter(|id| !id.is_empty())
+                        .map(str::to_owned);
+                }
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(ABORT_WAIT * 2, wait)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Follows a run that was accepted on a connection since lost: waits for

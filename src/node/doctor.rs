@@ -231,8 +231,9 @@ impl Doctor<'_> {
                             self.out.write("\n\n");
                         }
                         self.out.write(&text);
+                    } else if !printed.ends_with('\n') {
+                        self.out.write("\n");
                     }
-                    self.out.write("\n");
                     if !finished.ok() {
                         say(&format!(
                             "doctor: the run ended with status {}",

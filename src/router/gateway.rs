@@ -66,7 +66,16 @@ pub async fn call(
     };
     let (agent_id, to) = match route {
         Route::Agent(agent) => (Some(agent.clone()), None),
-        Route::To(to) => (None, Some(to.clone())),
+        // A destination alone leaves the gateway to guess the session (and
+        // OpenClaw 2026.9.6 then refuses with SESSION_WORK_START_CHANGED);
+        // the default agent with it routes as `openclaw agent --to` does.
+        Route::To(to) => {
+            let agent = operator::default_agent(&mut conn).await;
+            (
+                Some(agent.unwrap_or_else(|| "main".into())),
+                Some(to.clone()),
+            )
+        }
     };
     let params = AgentParams {
         message: message.to_owned(),
@@ -77,7 +86,7 @@ pub async fn call(
         timeout: options.timeout.as_secs_f64().ceil() as u64 + GATEWAY_TIMEOUT_MARGIN,
         idempotency_key: uuid::Uuid::new_v4().to_string(),
     };
-    let interrupt = std::cell::Cell::new(None);
+    let interrupt = std::sync::OnceLock::new();
     let mut show = |p: Progress| {
         if let Some(activity) = &options.activity {
             activity.show(&p);
@@ -85,7 +94,7 @@ pub async fn call(
     };
     let give_up = async {
         tokio::select! {
-            signal = cancel.as_mut() => interrupt.set(Some(signal)),
+            signal = cancel.as_mut() => { let _ = interrupt.set(signal); }
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
     };
@@ -141,7 +150,8 @@ pub async fn call(
             if !accepted && options.via == Via::Auto && not_the_messages_fault(&error.code) {
                 return Attempt::Unreachable(format!("{}: {}", error.code, error.message));
             }
-            done(error.message, Status::Failed(1), false)
+            // As `openclaw agent` prints it on stderr.
+            done(format!("{}\n", error.message), Status::Failed(1), false)
         }
         TurnEnd::Cancelled {
             accepted,
@@ -149,7 +159,7 @@ pub async fn call(
             partial,
         } => {
             let mut content = partial;
-            let status = match interrupt.get() {
+            let status = match interrupt.get().copied() {
                 Some(signal) => {
                     push_line(&mut content, &messages::interrupted(lang, signal.name));
                     Status::Interrupted(signal.number)

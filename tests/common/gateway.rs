@@ -724,6 +724,10 @@ fn operator_request(
     let run_id = params["runId"].as_str().unwrap_or("").to_owned();
     match frame["method"].as_str().unwrap_or("") {
         "agent" => agent_request(&id, params, hub, conn, answers),
+        "agents.list" => {
+            let agents: Vec<Value> = hub.config.agents.iter().map(|a| json!({"id": a})).collect();
+            let _ = answers.send(res(&id, json!({"defaultId": hub.config.agents[0], "mainKey": "main", "scope": "per-sender", "agents": agents})));
+        }
         method @ ("chat.abort" | "sessions.abort") => {
             let mut s = hub.state.lock().unwrap();
             let answer = match s.runs.get(&run_id) {
@@ -801,6 +805,14 @@ fn agent_request(
             "INVALID_REQUEST",
             "invalid agent params: at /message: must not have fewer than 1 characters",
         ));
+        return;
+    }
+    if params.get("to").is_some()
+        && params.get("agentId").is_none()
+        && params.get("sessionKey").is_none()
+    {
+        // What OpenClaw 2026.9.6 answers a bare destination.
+        let _ = answers.send(refusal(id, "UNAVAILABLE", "Session \"agent:main:main\" changed while starting work. Retry. | SESSION_WORK_START_CHANGED"));
         return;
     }
     if !hub.config.agents.contains(&agent_id) {
