@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use crate::cli::{CallArgs, Cli, Command, NodeArgs};
+use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs};
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
@@ -28,7 +28,11 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Ok(Cli {
             command: Some(Command::Node(args)),
             ..
-        }) => node::run(node_options(args)).await,
+        }) => Box::pin(node::run(node_options(args))).await,
+        Ok(Cli {
+            command: Some(Command::Mcp(options)),
+            ..
+        }) => Box::pin(crate::mcp::serve(call_options(&options, None))).await,
         Ok(Cli {
             command: Some(command),
             ..
@@ -36,12 +40,14 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => prompt(lang).to_owned(),
-                Command::Node(_) => unreachable!("handled above"),
+                Command::Node(_) | Command::Mcp(_) => unreachable!("handled above"),
             };
             print(&text);
             0
         }
-        Ok(Cli { call, .. }) => router_call(call).await,
+        // Each mode's state machine is boxed: the runtime polls this one on
+        // the main thread's stack, which a caller may have made small.
+        Ok(Cli { call, .. }) => Box::pin(router_call(call)).await,
         Err(e) => clap_error(e, &args),
     }
 }
@@ -79,15 +85,33 @@ pub fn prompt(lang: Lang) -> &'static str {
     }
 }
 
+/// The router's options from the command line.
+fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::Options {
+    router::Options {
+        via: args.via,
+        gateway: args.gateway.clone(),
+        token: args.token.clone(),
+        activity,
+        default_to: args.to.clone(),
+        timeout: args.timeout,
+        grace: args.grace,
+        max_output: args.max_output,
+        openclaw: args.openclaw.clone().filter(|s| !s.trim().is_empty()),
+        wsl: args.wsl,
+        wsl_distro: args.wsl_distro.clone(),
+        lang: args.lang,
+    }
+}
+
 async fn router_call(args: CallArgs) -> u8 {
-    let lang = args.lang;
+    let lang = args.options.lang;
     // Handlers go in before anything else, so an early Ctrl-C still gets a
     // JSON answer and reaches our cleanup instead of killing us.
     let mut interrupted = Box::pin(interrupts());
     let request = match args.args_json.as_deref() {
         Some("-") => {
             tokio::select! {
-                text = read_stdin(args.timeout) => text.and_then(|text| request::from_json(&text)),
+                text = read_stdin(args.options.timeout) => text.and_then(|text| request::from_json(&text)),
                 signal = &mut interrupted => {
                     let reply = router::not_started(messages::interrupted(lang, signal.name), Status::Interrupted(signal.number));
                     return finish(reply, &args);
@@ -98,20 +122,7 @@ async fn router_call(args: CallArgs) -> u8 {
         None => request::from_parts(args.agent.clone(), args.message.clone()),
     };
     let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
-    let options = router::Options {
-        via: args.via,
-        gateway: args.gateway.clone(),
-        token: args.token.clone(),
-        activity: spinner.as_ref().map(ui::Spinner::activity),
-        default_to: args.to.clone(),
-        timeout: args.timeout,
-        grace: args.grace,
-        max_output: args.max_output,
-        openclaw: args.openclaw.clone().filter(|s| !s.trim().is_empty()),
-        wsl: args.wsl,
-        wsl_distro: args.wsl_distro.clone(),
-        lang,
-    };
+    let options = call_options(&args.options, spinner.as_ref().map(ui::Spinner::activity));
     let reply = router::call(request, &options, interrupted).await;
     if let Some(spinner) = spinner {
         spinner.stop();
@@ -146,7 +157,7 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         .collect();
     if matches!(
         words.first().map(String::as_str),
-        Some("schema" | "prompt" | "node" | "help")
+        Some("schema" | "prompt" | "node" | "mcp" | "help")
     ) {
         let _ = e.print();
         return 2;
@@ -207,7 +218,7 @@ async fn read_stdin(limit: std::time::Duration) -> Result<String, RequestError> 
 }
 
 /// Resolves when the router is told to stop.
-fn interrupts() -> impl Future<Output = Interrupt> {
+pub fn interrupts() -> impl Future<Output = Interrupt> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

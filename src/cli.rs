@@ -34,6 +34,8 @@ pub enum Command {
     },
     /// Serve this machine to an OpenClaw gateway as a node.
     Node(NodeArgs),
+    /// Serve the tool over the Model Context Protocol on stdio.
+    Mcp(CallOptions),
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
@@ -129,6 +131,23 @@ pub struct CallArgs {
     #[arg(long, value_name = "JSON", conflicts_with_all = ["message", "agent"], allow_hyphen_values = true)]
     pub args_json: Option<String>,
 
+    /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs
+    /// (and via, runId).
+    #[arg(long)]
+    pub meta: bool,
+
+    /// Make the exit status tell the outcome (0, openclaw's code, 124 timeout,
+    /// 127 could not start, 2 invalid input) instead of always 0.
+    #[arg(long)]
+    pub exit_code: bool,
+
+    #[command(flatten)]
+    pub options: CallOptions,
+}
+
+/// How every call is run: the router's and `mcp`'s.
+#[derive(Debug, Args)]
+pub struct CallOptions {
     /// Destination for `openclaw agent --to` when no agent is named.
     #[arg(long, value_name = "DEST", env = "CLAWBOT_ROUTER_DEFAULT_TO")]
     pub to: Option<String>,
@@ -184,16 +203,6 @@ pub struct CallArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-
-    /// Add a `meta` object: exitCode, signal, timedOut, truncated, durationMs
-    /// (and via, runId).
-    #[arg(long)]
-    pub meta: bool,
-
-    /// Make the exit status tell the outcome (0, openclaw's code, 124 timeout,
-    /// 127 could not start, 2 invalid input) instead of always 0.
-    #[arg(long)]
-    pub exit_code: bool,
 }
 
 const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;

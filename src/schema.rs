@@ -101,6 +101,17 @@ struct McpTool {
     input_schema: Parameters,
 }
 
+/// The MCP declaration as data (what `clawbot_router mcp` lists).
+pub fn mcp_tool() -> serde_json::Value {
+    serde_json::to_value(McpTool {
+        name: TOOL_NAME,
+        title: "clawBot router",
+        description: DESCRIPTION,
+        input_schema: parameters(),
+    })
+    .expect("the declaration is plain data")
+}
+
 /// The declaration in `format`, pretty-printed, with a final newline.
 pub fn render(format: SchemaFormat) -> String {
     let json = match format {

@@ -68,7 +68,8 @@ impl Activity {
         }
     }
 
-    fn text(&self) -> String {
+    /// The current activity line (empty until something happened).
+    pub fn text(&self) -> String {
         self.0.lock().map(|d| d.line.clone()).unwrap_or_default()
     }
 }

@@ -1,0 +1,402 @@
+//! `clawbot_router mcp`: the same tool over the Model Context Protocol, for
+//! hosts that load tools from an MCP server instead of spawning a command
+//! per call. stdio transport, built on the official Rust SDK (`rmcp`).
+//!
+//! - `tools/list`: the one declaration of `tool-schemas/mcp.json`.
+//! - `tools/call`: exactly the command line's call (CLI or gateway path,
+//!   timeout, the seed's sentences); the result's text is the one JSON
+//!   object the command line prints, also given as `structuredContent`;
+//!   `isError` when the call did not succeed. While it runs, a client that
+//!   sent a progress token gets `notifications/progress` every second (the
+//!   elapsed seconds of `--timeout`, and what the agent is doing when the
+//!   gateway streams it). `notifications/cancelled` stops the process tree
+//!   (or aborts the gateway run). Calls run concurrently.
+//! - `prompts/list` / `prompts/get`: the usage guidance of `prompts/` as the
+//!   prompt `clawbot_router` (argument `lang`: zh | en).
+//!
+//! stdout carries the protocol and nothing else; the server ends at end of
+//! input or on SIGINT/SIGTERM/SIGHUP, stopping every running call first.
+//!
+//! In front of rmcp sits a thin framing layer ([`frame_stdio`]): rmcp
+//! silently drops a line that is not JSON, and ends the session when a
+//! notification arrives before `initialize`; here a line that is not JSON
+//! (or is longer than 64 MiB) is answered with JSON-RPC's -32700, and
+//! notifications before `initialize` are dropped with a line on stderr.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::router::messages::Lang;
+use crate::router::result::Status;
+use crate::router::{self, Interrupt, request};
+use crate::schema;
+
+/// How often a running call reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// At end of input, running calls get this long before they are stopped.
+const DRAIN: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+struct Server {
+    options: router::Options,
+    tool: Tool,
+}
+
+/// Serves on stdio until end of input or a signal; the exit status.
+pub async fn serve(options: router::Options) -> u8 {
+    let Some(tool) = tool() else {
+        eprintln!("[clawbot_router mcp] the tool declaration is not an object");
+        return 1;
+    };
+    let server = Server { options, tool };
+    let interrupted = crate::app::interrupts();
+    let running = match server.serve(frame_stdio()).await {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("[clawbot_router mcp] no MCP session: {e}");
+            return 1;
+        }
+    };
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        _ = &mut waiting => 0,
+        signal = interrupted => {
+            // Every running call sees its request cancelled and stops its
+            // tree before the process goes.
+            eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
+            cancel.cancel();
+            let _ = tokio::time::timeout(DRAIN + Duration::from_secs(5), waiting).await;
+            0
+        }
+    }
+}
+
+fn tool() -> Option<Tool> {
+    let Value::Object(mut declaration) = schema::mcp_tool() else {
+        return None;
+    };
+    let Some(Value::Object(input)) = declaration.remove("inputSchema") else {
+        return None;
+    };
+    let text = |v: Option<Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+    let mut tool = Tool::new(
+        schema::TOOL_NAME,
+        text(declaration.remove("description")).unwrap_or_default(),
+        std::sync::Arc::new(input),
+    );
+    tool.title = text(declaration.remove("title"));
+    Some(tool)
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "clawbot_router",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(crate::app::prompt(self.options.lang))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != schema::TOOL_NAME {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server has only {}",
+                    request.name,
+                    schema::TOOL_NAME
+                ),
+                None,
+            ));
+        }
+        // The same validation, and the same sentences, as `--args-json`.
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let parsed = request::from_json(&arguments.to_string());
+        let activity = crate::ui::Activity::default();
+        let options = router::Options {
+            activity: Some(activity.clone()),
+            ..self.options.clone()
+        };
+        let cancelled = context.ct.clone();
+        let cancel = async move {
+            cancelled.cancelled().await;
+            Interrupt {
+                name: "MCP cancellation",
+                number: 0,
+            }
+        };
+        let call = router::call(parsed, &options, cancel);
+        let progress = report_progress(&context, &options, &activity);
+        let reply = tokio::select! {
+            reply = call => reply,
+            _ = progress => unreachable!("progress reports never end"),
+        };
+        let mut result = reply.result;
+        result.meta = None;
+        let value = serde_json::to_value(&result).expect("plain data");
+        let text = serde_json::to_string(&result).expect("plain data");
+        let mut answer = if reply.status == Status::Success {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        answer.structured_content = Some(value);
+        Ok(answer.into())
+    }
+
+    /// rmcp turns a `tools/call` whose params do not parse into an unknown
+    /// method; it is a bad request for a method we have.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        const OURS: &[&str] = &["tools/call", "tools/list", "prompts/get", "prompts/list"];
+        if OURS.contains(&request.method.as_str()) {
+            Err(McpError::invalid_params(
+                format!("invalid params for {}", request.method),
+                None,
+            ))
+        } else {
+            Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method {}", request.method),
+                None,
+            ))
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            schema::TOOL_NAME,
+            Some(
+                "When and how to use the clawbot_router tool (system-prompt guidance for the host LLM)",
+            ),
+            Some(vec![
+                PromptArgument::new("lang")
+                    .with_description("zh (default) or en")
+                    .with_required(false),
+            ]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != schema::TOOL_NAME {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown prompt {:?}; this server has only {}",
+                    request.name,
+                    schema::TOOL_NAME
+                ),
+                None,
+            ));
+        }
+        let lang = match prompt_lang(request.arguments.as_ref()) {
+            Ok(lang) => lang,
+            Err(e) => return Err(McpError::invalid_params(e, None)),
+        };
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            crate::app::prompt(lang),
+        )])
+        .with_description("clawbot_router usage guidance")
+        .into())
+    }
+}
+
+/// `lang` is optional; anything but zh / en is a mistake worth saying.
+fn prompt_lang(arguments: Option<&JsonObject>) -> Result<Lang, String> {
+    match arguments.and_then(|a| a.get("lang")) {
+        None | Some(Value::Null) => Ok(Lang::Zh),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("zh") => Ok(Lang::Zh),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("en") => Ok(Lang::En),
+        Some(other) => Err(format!("lang must be \"zh\" or \"en\", not {other}")),
+    }
+}
+
+/// Sends progress every second while the call runs, if the client asked
+/// for it (a progress token); never returns.
+async fn report_progress(
+    context: &RequestContext<RoleServer>,
+    options: &router::Options,
+    activity: &crate::ui::Activity,
+) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return std::future::pending().await;
+    };
+    let started = Instant::now();
+    let total = options.timeout.as_secs_f64();
+    let mut ticks =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    loop {
+        ticks.tick().await;
+        let elapsed = started.elapsed().as_secs_f64().min(total);
+        let doing = activity.text();
+        let message = if doing.is_empty() {
+            format!("waiting for OpenClaw ({elapsed:.0}s of {total:.0}s)")
+        } else {
+            format!("{doing} ({elapsed:.0}s of {total:.0}s)")
+        };
+        let param = ProgressNotificationParam::new(token.clone(), elapsed)
+            .with_total(total)
+            .with_message(message);
+        let _ = context.peer.notify_progress(param).await;
+    }
+}
+
+/// The longest line accepted (a 4 MiB message escaped, with room to spare).
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// stdin and stdout as rmcp sees them: lines checked on the way in (see the
+/// module's notes), and one writer for stdout, so our own error answers
+/// never interleave with rmcp's.
+fn frame_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 20);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // stdin → checks → rmcp.
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut initialized = false;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut stdin)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .await;
+            match read {
+                Ok(0) | Err(_) => break, // end of input: rmcp sees it too
+                Ok(_) => {}
+            }
+            let too_long = line.len() > MAX_LINE && !line.ends_with(b"\n");
+            if too_long {
+                // Skip the rest of the line without holding it.
+                while let Ok(buf) = stdin.fill_buf().await {
+                    if buf.is_empty() {
+                        break;
+                    }
+                    let (used, found) = match buf.iter().position(|b| *b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (buf.len(), false),
+                    };
+                    stdin.consume(used);
+                    if found {
+                        break;
+                    }
+                }
+                let _ = answers_tx.send(parse_error("line longer than 64 MiB"));
+                continue;
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let message = match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => message,
+                Err(e) => {
+                    let _ = answers_tx.send(parse_error(&e.to_string()));
+                    continue;
+                }
+            };
+            let method = message.get("method").and_then(Value::as_str);
+            let is_request = message.get("id").is_some();
+            if method == Some("initialize") && is_request {
+                initialized = true;
+            } else if !initialized && !is_request && method.is_some() {
+                eprintln!(
+                    "[clawbot_router mcp] ignored {} before initialize",
+                    method.unwrap_or("a notification")
+                );
+                continue;
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            if to_rmcp.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
+    // rmcp's lines and our answers → stdout, whole lines only.
+    tokio::spawn(async move {
+        let mut from_rmcp = BufReader::new(from_rmcp);
+        let mut stdout = tokio::io::stdout();
+        let mut line = Vec::new();
+        let mut rmcp_open = true;
+        loop {
+            line.clear();
+            tokio::select! {
+                read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => match read {
+                    Ok(0) | Err(_) => rmcp_open = false,
+                    Ok(_) => {}
+                },
+                answer = answers.recv() => match answer {
+                    Some(answer) => line.extend_from_slice(answer.as_bytes()),
+                    None if rmcp_open => continue,
+                    None => break,
+                },
+                else => break,
+            }
+            if line.is_empty() {
+                if !rmcp_open {
+                    break;
+                }
+                continue;
+            }
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    (rmcp_in, rmcp_out)
+}
+
+/// JSON-RPC's answer to a line that is not JSON.
+fn parse_error(detail: &str) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {detail}")},
+    })
+    .to_string()
+        + "\n"
+}
