@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The end-to-end suite against the real OpenClaw: brings the sandbox up
-# (installing it on first use), runs tests/e2e.rs, and always takes the
-# sandbox down again.
+# The end-to-end suite against real third-party software: brings the
+# OpenClaw sandbox up (installing it on first use), runs tests/e2e.rs, then
+# drives `clawbot_router mcp` with the official Python MCP client (installed
+# by scripts/mcp-client.sh), and always takes the sandbox down again.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
@@ -9,3 +10,5 @@ trap '"$here/sandbox.sh" down' EXIT
 "$here/sandbox.sh" up
 eval "$("$here/sandbox.sh" env)"
 cargo test --locked --test e2e -- --ignored --test-threads=1 "$@"
+# The MCP server against a real MCP client (the official Python SDK).
+CLAWBOT_MCP_PYTHON=$("$here/mcp-client.sh") cargo test --locked --test mcp_client -- --ignored
