@@ -89,6 +89,7 @@ pub fn prompt(lang: Lang) -> &'static str {
 fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::Options {
     router::Options {
         via: args.via,
+        format: args.format,
         gateway: args.gateway.clone(),
         token: args.token.clone(),
         activity,

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::router::Via;
 use crate::router::messages::Lang;
+use crate::router::{Format, Via};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -185,6 +185,11 @@ pub struct CallOptions {
     /// the CLI otherwise (auto).
     #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_VIA", default_value_t = Via::Cli)]
     pub via: Via,
+
+    /// What `content` holds: everything openclaw printed (raw), or the
+    /// final answer plus a `details` object (structured).
+    #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_FORMAT", default_value_t = Format::Raw)]
+    pub format: Format,
 
     /// The gateway's WebSocket URL (for --via gateway|auto).
     #[arg(

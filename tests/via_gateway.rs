@@ -302,3 +302,39 @@ async fn auto_never_runs_a_turn_twice() {
     assert_eq!(gw.aborts().len(), 1);
     assert!(common::records(&record).is_empty(), "the CLI never ran");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_results_come_from_the_gateways_answer() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(
+        &gw,
+        &["--format", "structured", "-m", "clean me"],
+    ))
+    .await;
+    assert_eq!(run.content(), "ECHO: clean me", "the answer alone");
+    let json = run.json();
+    assert_eq!(json["details"]["status"], "ok");
+    assert_eq!(json["details"]["runId"], json["meta"]["runId"]);
+    assert_eq!(json["details"]["payloads"][0]["text"], "ECHO: clean me");
+    let run = call(gateway_call(
+        &gw,
+        &["--format", "structured", "-a", "nosuchagent", "-m", "x"],
+    ))
+    .await;
+    assert_eq!(run.json()["details"]["status"], "error");
+    assert_eq!(run.json()["details"]["error"]["type"], "INVALID_REQUEST");
+    let run = call(gateway_call(
+        &gw,
+        &[
+            "--format",
+            "structured",
+            "--timeout",
+            "1",
+            "-m",
+            "[[delay:30]] slow",
+        ],
+    ))
+    .await;
+    assert_eq!(run.json()["details"]["status"], "timeout");
+    assert_eq!(run.code, Some(124));
+}

@@ -35,6 +35,7 @@
 //!   (default `main,ops,doctor`).
 //! * `FAKE_OPENCLAW_HOLD_IGNORE_TERM=1`: the `hold-pipe` helper process
 //!   ignores `SIGTERM`.
+//! * `FAKE_OPENCLAW_LOCAL=1`: answer as if `--local` were given.
 //! * `CLAWBOT_ROUTER_RUN_ID`: copied into the record line.
 //!
 //! # Emulated OpenClaw CLI
@@ -120,6 +121,11 @@
 //! | `hold-pipe`       | no        | helper for the above: stderr `holding pipe`, sleep, exit 0 (ignores `SIGTERM` if `FAKE_OPENCLAW_HOLD_IGNORE_TERM=1`) |
 //! | `gateway-timeout` | yes       | the real "request timed out" answer (plain on stdout, or `--json` with `"status": "timeout"`), exit 1 |
 //! | `gateway-down`    | yes       | stderr: gateway connection closed / not reachable (ECONNREFUSED), exit 1 |
+//! | `hang-after-reply` | yes      | reply (plain or `--json`), append own pid to `--pid-file`, then sleep `--sleep` without exiting (the known OpenClaw hang after a complete `--json` answer) |
+//!
+//! With `--local`, a `--json` reply has the embedded run's shape
+//! (`{payloads, meta}`, no `runId`/`status`/`result` wrapper) and a log line
+//! goes to stderr first, as the real `openclaw agent --local --json` does.
 //!
 //! Children inherit stdout and stderr (that is how they hold the pipe), get
 //! `/dev/null` as stdin, and are started as
@@ -292,10 +298,11 @@ enum Scenario {
     HoldPipe,
     GatewayTimeout,
     GatewayDown,
+    HangAfterReply,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 15] = [
+    const ALL: [Scenario; 16] = [
         Scenario::Reply,
         Scenario::Echo,
         Scenario::Interleave,
@@ -311,6 +318,7 @@ impl Scenario {
         Scenario::HoldPipe,
         Scenario::GatewayTimeout,
         Scenario::GatewayDown,
+        Scenario::HangAfterReply,
     ];
 
     fn name(self) -> &'static str {
@@ -330,6 +338,7 @@ impl Scenario {
             Scenario::HoldPipe => "hold-pipe",
             Scenario::GatewayTimeout => "gateway-timeout",
             Scenario::GatewayDown => "gateway-down",
+            Scenario::HangAfterReply => "hang-after-reply",
         }
     }
 
@@ -352,6 +361,9 @@ impl Scenario {
             Scenario::HoldPipe => "(internal) hold stdout/stderr open while sleeping",
             Scenario::GatewayTimeout => "answer like a model that timed out, exit 1",
             Scenario::GatewayDown => "fail like an unreachable gateway, exit 1",
+            Scenario::HangAfterReply => {
+                "reply (plain or --json), then sleep --sleep seconds without exiting"
+            }
         }
     }
 
@@ -806,6 +818,7 @@ struct AgentArgs {
     to: Option<String>,
     session_id: Option<String>,
     json: bool,
+    local: bool,
 }
 
 /// Parses the OpenClaw arguments; `Err` holds a commander-style error
@@ -845,6 +858,7 @@ fn parse_agent(mut queue: VecDeque<OsString>) -> Result<Invocation, String> {
                 (OptId::Version, _) => return Ok(Invocation::Version),
                 (OptId::Help, _) => return Ok(Invocation::AgentHelp),
                 (OptId::Json, _) => args.json = true,
+                (OptId::Local, _) => args.local = true,
                 (OptId::Agent, Some(value)) => args.agent = Some(lossy(value)),
                 (OptId::Message, Some(value)) => args.message = Some(value),
                 (OptId::MessageFile, Some(value)) => args.message_file = Some(value.into()),
@@ -1078,6 +1092,12 @@ fn run_scenario(
             reply(args, &request, start)
         }),
         Scenario::GatewayTimeout => answer(args, message, |_| gateway_timeout(args.json, start)),
+        Scenario::HangAfterReply => answer(args, message, |request| {
+            reply(args, &request, start)?;
+            append_pids(config, &[pid])?;
+            std::thread::sleep(config.sleep);
+            Ok(ExitCode::SUCCESS)
+        }),
         Scenario::GatewayDown => answer(args, message, |_| {
             emit(Stream::Stderr, GATEWAY_DOWN.as_bytes())?;
             Ok(ExitCode::from(1))
@@ -1206,9 +1226,25 @@ fn reply(args: &AgentArgs, request: &Request, start: Instant) -> Outcome {
             ]),
         ),
     ]);
+    // `--local` runs embedded: no gateway wrapper, and log lines on stderr.
+    let result = match result {
+        Json::Obj(mut fields)
+            if args.local || std::env::var_os("FAKE_OPENCLAW_LOCAL").is_some_and(|v| v == "1") =>
+        {
+            emit(Stream::Stderr, LOCAL_LOG.as_bytes())?;
+            match fields.pop() {
+                Some(("result", inner)) => inner,
+                other => Json::Obj(other.into_iter().collect()),
+            }
+        }
+        other => other,
+    };
     emit(Stream::Stdout, format!("{}\n", result.pretty()).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// What an embedded (`--local`) run says on stderr before its answer.
+const LOCAL_LOG: &str = "[memory] sqlite store opened (embedded run, no gateway)\n";
 
 fn gateway_timeout(json: bool, start: Instant) -> Outcome {
     if !json {

@@ -100,6 +100,9 @@ pub struct Finished {
     pub summary: Option<String>,
     #[serde(default)]
     pub result: Option<RunResult>,
+    /// The answer as it arrived (for `--format structured`).
+    #[serde(skip)]
+    pub raw: Value,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -334,7 +337,9 @@ const IN_FLIGHT_RETRIES: usize = 10;
 const IN_FLIGHT_PAUSE: Duration = Duration::from_millis(500);
 
 fn parse_finished(payload: Value) -> Finished {
-    serde_json::from_value::<Finished>(payload).unwrap_or_default()
+    let mut finished = serde_json::from_value::<Finished>(payload.clone()).unwrap_or_default();
+    finished.raw = payload;
+    finished
 }
 
 /// One run being followed on one connection.

@@ -139,12 +139,16 @@ impl Launcher {
         route: &Route,
         message: &str,
         through_file: bool,
+        json: bool,
     ) -> io::Result<Invocation> {
         let mut argv: Vec<OsString> = self.openclaw.iter().map(OsString::from).collect();
         argv.push("agent".into());
         match route {
             Route::Agent(agent) => argv.extend(["--agent".into(), agent.into()]),
             Route::To(to) => argv.extend(["--to".into(), to.into()]),
+        }
+        if json {
+            argv.push("--json".into());
         }
         let mut message_file = None;
         if through_file || self.message_needs_file(message) {
@@ -265,7 +269,7 @@ mod tests {
     fn direct_command_keeps_the_message_as_one_argument() {
         let msg = "--help $(rm -rf ~) `x` \"q\" 'q'\n🦀";
         let inv = direct(&["npx", "openclaw"])
-            .build(&Route::Agent("ops".into()), msg, false)
+            .build(&Route::Agent("ops".into()), msg, false, false)
             .unwrap();
         assert_eq!(inv.program, "npx");
         assert_eq!(
@@ -279,7 +283,7 @@ mod tests {
     fn messages_over_the_argv_limit_go_through_a_private_file() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES + 1);
         let inv = direct(&["openclaw"])
-            .build(&Route::To("+1".into()), &msg, false)
+            .build(&Route::To("+1".into()), &msg, false, false)
             .unwrap();
         let args = strings(&inv.args);
         assert_eq!(&args[..4], ["agent", "--to", "+1", "--message-file"]);
@@ -301,7 +305,7 @@ mod tests {
     fn a_message_at_the_argv_limit_stays_an_argument() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES);
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), &msg, false)
+            .build(&Route::Agent("main".into()), &msg, false, false)
             .unwrap();
         assert!(inv.message_file.is_none());
     }
@@ -309,7 +313,7 @@ mod tests {
     #[test]
     fn nul_bytes_go_through_a_file() {
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), "a\0b", false)
+            .build(&Route::Agent("main".into()), "a\0b", false, false)
             .unwrap();
         assert!(inv.message_file.is_some());
     }
@@ -325,7 +329,7 @@ mod tests {
             }),
         };
         let inv = launcher
-            .build(&Route::Agent("ops".into()), "$(id)", false)
+            .build(&Route::Agent("ops".into()), "$(id)", false, false)
             .unwrap();
         assert_eq!(inv.program, "wsl.exe");
         assert_eq!(
@@ -355,7 +359,7 @@ mod tests {
         assert!(!wsl.login_shell);
         assert_eq!(wsl.distro, None);
         let inv = launcher
-            .build(&Route::Agent("main".into()), "hi", false)
+            .build(&Route::Agent("main".into()), "hi", false, false)
             .unwrap();
         assert_eq!(
             strings(&inv.args)[..2],
@@ -368,7 +372,7 @@ mod tests {
         let launcher = locate(Some("openclaw"), false, Some("Debian")).unwrap();
         let msg = "x".repeat(ARG_LIMIT_WINDOWS_UNITS + 1);
         let inv = launcher
-            .build(&Route::Agent("main".into()), &msg, false)
+            .build(&Route::Agent("main".into()), &msg, false, false)
             .unwrap();
         assert!(inv.message_file.is_some());
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::command::Route;
 use super::messages;
 use super::result::{Meta, Status};
-use super::{Interrupt, Options, Reply, Via, push_line, seconds, with_meta};
+use super::{Format, Interrupt, Options, Reply, Via, push_line, seconds, structured, with_meta};
 use crate::gateway::client::ConnectError;
 use crate::gateway::operator::{self, AgentParams, Progress, TurnEnd};
 
@@ -134,8 +134,14 @@ pub async fn call(
         };
     }
     let run_id = Some(params.idempotency_key.clone());
-    let done = |content, status, timed_out| {
-        Attempt::Done(reply(content, status, started, run_id.clone(), timed_out))
+    let structured = options.format == Format::Structured;
+    let done = |content: String, status, timed_out, cleaned: Option<structured::Cleaned>| {
+        let mut reply = reply(content, status, started, run_id.clone(), timed_out);
+        if let Some(cleaned) = cleaned {
+            reply.result.content = cleaned.content;
+            reply.result.details = Some(cleaned.details);
+        }
+        Attempt::Done(reply)
     };
     match end {
         TurnEnd::Finished(finished) => {
@@ -144,14 +150,31 @@ pub async fn call(
             } else {
                 Status::Failed(1)
             };
-            done(finished.text(), status, finished.status == "timeout")
+            let cleaned = structured.then(|| structured::from_openclaw(&finished.raw));
+            done(
+                finished.text(),
+                status,
+                finished.status == "timeout",
+                cleaned,
+            )
         }
         TurnEnd::Refused { error, accepted } => {
             if !accepted && options.via == Via::Auto && not_the_messages_fault(&error.code) {
                 return Attempt::Unreachable(format!("{}: {}", error.code, error.message));
             }
             // As `openclaw agent` prints it on stderr.
-            done(format!("{}\n", error.message), Status::Failed(1), false)
+            let cleaned = structured.then(|| {
+                structured::from_openclaw(&serde_json::json!({
+                    "ok": false, "runId": params.idempotency_key,
+                    "error": {"type": error.code, "message": error.message},
+                }))
+            });
+            done(
+                format!("{}\n", error.message),
+                Status::Failed(1),
+                false,
+                cleaned,
+            )
         }
         TurnEnd::Cancelled {
             accepted,
@@ -175,15 +198,38 @@ pub async fn call(
             if accepted && !aborted {
                 push_line(&mut content, messages::abort_unconfirmed(lang));
             }
-            done(content, status, interrupt.get().is_none())
+            let cleaned = structured.then(|| {
+                let (kind, sentence) = match interrupt.get() {
+                    Some(signal) => ("interrupted", messages::interrupted(lang, signal.name)),
+                    None => (
+                        "timeout",
+                        messages::timed_out(lang, &seconds(options.timeout)),
+                    ),
+                };
+                let mut cleaned = structured::without_answer(
+                    if kind == "timeout" {
+                        "timeout"
+                    } else {
+                        "error"
+                    },
+                    kind,
+                    sentence,
+                );
+                cleaned.details["runId"] = serde_json::Value::from(params.idempotency_key.clone());
+                cleaned
+            });
+            done(content, status, interrupt.get().is_none(), cleaned)
         }
         TurnEnd::Lost {
             sent: false, why, ..
         } => Attempt::Unreachable(why),
         TurnEnd::Lost { why, partial, .. } => {
             let mut content = partial;
-            push_line(&mut content, &messages::gateway_lost(lang, &why));
-            done(content, Status::Failed(1), false)
+            let sentence = messages::gateway_lost(lang, &why);
+            push_line(&mut content, &sentence);
+            let cleaned = structured
+                .then(|| structured::without_answer("error", "connection_lost", sentence));
+            done(content, Status::Failed(1), false, cleaned)
         }
     }
 }

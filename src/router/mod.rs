@@ -8,6 +8,7 @@ mod gateway;
 pub mod messages;
 pub mod request;
 pub mod result;
+pub mod structured;
 
 use std::future::Future;
 use std::io;
@@ -31,10 +32,20 @@ pub enum Via {
     Auto,
 }
 
+/// What `content` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Everything openclaw printed, in order (seed 002).
+    Raw,
+    /// The final answer only, plus `details` (from openclaw's `--json`).
+    Structured,
+}
+
 /// Everything about a call that is not the call's own arguments.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub via: Via,
+    pub format: Format,
     /// The gateway's URL and shared token (`--via gateway|auto`).
     pub gateway: String,
     pub token: Option<String>,
@@ -177,7 +188,8 @@ async fn through_cli(
     // environment together; when the kernel still says E2BIG, the message
     // moves to a file and the spawn is tried once more.
     for through_file in [false, true] {
-        let invocation = match launcher.build(route, message, through_file) {
+        let structured = options.format == Format::Structured;
+        let invocation = match launcher.build(route, message, through_file, structured) {
             Ok(invocation) => invocation,
             Err(e) => {
                 let reason = message_file_error(lang, &e);
@@ -196,7 +208,10 @@ async fn through_cli(
             timeout: options.timeout,
             grace: options.grace,
             max_output: options.max_output,
-            split_stderr: false,
+            // Structured: openclaw's JSON alone on stdout, its diagnostics
+            // apart; a whole answer from a process that hangs is enough.
+            split_stderr: structured,
+            stop_after_json: structured,
         };
         let outcome = runner::run(&spec, async {
             interrupt = Some(cancel.as_mut().await);
@@ -207,6 +222,7 @@ async fn through_cli(
             && matches!(&outcome, Err(e) if e.source.kind() == io::ErrorKind::ArgumentListTooLong);
         drop(invocation); // removes the message file, now that the tree is gone
         match outcome {
+            Ok(outcome) if structured => return finish_structured(outcome, interrupt, options),
             Ok(outcome) => return finish(outcome, interrupt, options),
             Err(_) if retry => continue,
             Err(e) => {
@@ -240,7 +256,7 @@ fn finish(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> 
             push_line(&mut content, &messages::interrupted(lang, signal.name));
             Status::Interrupted(signal.number)
         }
-        (End::Cancelled, None) | (End::Exited, _) => {
+        (End::Cancelled, None) | (End::Exited | End::Completed, _) => {
             let status = match (outcome.exit_code(), outcome.signal()) {
                 (Some(0), _) => Status::Success,
                 (Some(code), _) => Status::Failed(code),
@@ -270,6 +286,83 @@ fn finish(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> 
         result: with_meta(content, meta),
         status,
     }
+}
+
+/// `--format structured`: openclaw's JSON, cleaned; the router's sentence
+/// when there is none.
+fn finish_structured(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> Reply {
+    let lang = options.lang;
+    let stdout = outcome
+        .output
+        .join(|dropped| messages::truncated(lang, dropped));
+    let diagnostics = outcome
+        .stderr
+        .as_ref()
+        .map(|e| e.join(|dropped| messages::truncated(lang, dropped)))
+        .unwrap_or_default();
+    let (cleaned, status) = match (outcome.end, interrupt) {
+        (End::TimedOut, _) => (
+            structured::without_answer(
+                "timeout",
+                "timeout",
+                messages::timed_out(lang, &seconds(options.timeout)),
+            ),
+            Status::TimedOut,
+        ),
+        (End::Cancelled, Some(signal)) => (
+            structured::without_answer(
+                "error",
+                "interrupted",
+                messages::interrupted(lang, signal.name),
+            ),
+            Status::Interrupted(signal.number),
+        ),
+        _ => match structured::find_json(&stdout) {
+            Some(answer) => {
+                let cleaned = structured::from_openclaw(&answer);
+                let status = if cleaned.ok {
+                    Status::Success
+                } else {
+                    Status::Failed(outcome.exit_code().filter(|c| *c != 0).unwrap_or(1))
+                };
+                (cleaned, status)
+            }
+            None => {
+                let code = outcome.exit_code().unwrap_or(1);
+                let said = [stdout.trim(), diagnostics.trim()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let how = messages::exited_with(lang, code);
+                let content = if said.is_empty() {
+                    messages::silent_failure(lang, &how)
+                } else {
+                    said
+                };
+                (
+                    structured::without_answer("error", "no_json", content),
+                    Status::Failed(code.max(1)),
+                )
+            }
+        },
+    };
+    let mut details = cleaned.details;
+    if !diagnostics.trim().is_empty() {
+        details["diagnostics"] = serde_json::Value::from(diagnostics.trim_end());
+    }
+    let meta = Meta {
+        exit_code: outcome.exit_code(),
+        signal: outcome.signal(),
+        timed_out: outcome.end == End::TimedOut,
+        truncated: outcome.output.truncated(),
+        duration_ms: outcome.duration.as_millis() as u64,
+        via: Some("cli"),
+        run_id: details["runId"].as_str().map(str::to_owned),
+    };
+    let mut result = with_meta(cleaned.content, meta);
+    result.details = Some(details);
+    Reply { result, status }
 }
 
 fn with_meta(content: String, meta: Meta) -> ToolResult {

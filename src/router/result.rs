@@ -14,6 +14,9 @@ pub struct ToolResult {
     /// The host's interrupt mode for this tool (2, as the seed fixes it).
     #[serde(rename = "interruptMode")]
     pub interrupt_mode: u8,
+    /// `--format structured`: status, run id, payloads, tool calls, usage...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
 }
@@ -24,6 +27,7 @@ impl ToolResult {
             content,
             direct_tts: false,
             interrupt_mode: 2,
+            details: None,
             meta: None,
         }
     }

@@ -41,7 +41,10 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use tokio::io::AsyncReadExt;
+use tokio::sync::Notify;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout_at};
@@ -77,6 +80,10 @@ pub struct Spec {
     /// Capture stderr apart from stdout (for callers whose protocol reports
     /// them separately). Off, both share one pipe and keep their order.
     pub split_stderr: bool,
+    /// Stop the tree once stdout holds one complete JSON value and the
+    /// process has not exited within a moment (OpenClaw's `--json` output
+    /// sometimes arrives whole from a process that then never exits).
+    pub stop_after_json: bool,
 }
 
 /// Why the run ended.
@@ -88,6 +95,9 @@ pub enum End {
     TimedOut,
     /// The caller's cancel future resolved and the tree was stopped.
     Cancelled,
+    /// stdout held a complete JSON value and the process did not exit:
+    /// stopped (`Spec::stop_after_json`).
+    Completed,
 }
 
 /// Everything a caller may want to know about a finished run.
@@ -164,13 +174,27 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     // from here on only the child's tree holds them, so EOF means they are
     // done.
     let mut tree = platform::Tree::spawn(cmd, tag).map_err(spawn_error)?;
-    let mut pump = Pump::start(readers, spec.max_output);
+    let json_done = spec.stop_after_json.then(|| Arc::new(Notify::new()));
+    let mut pump = Pump::start(readers, spec.max_output, json_done.clone());
 
     tokio::pin!(cancel);
+    let json_complete = async {
+        match &json_done {
+            Some(done) => done.notified().await,
+            None => std::future::pending().await,
+        }
+    };
     let (end, mut status) = tokio::select! {
         status = tree.wait() => (End::Exited, status.ok()),
         _ = tokio::time::sleep_until(deadline) => (End::TimedOut, None),
         _ = &mut cancel => (End::Cancelled, None),
+        _ = json_complete => {
+            // The answer is whole; a process about to exit gets a moment.
+            match tokio::time::timeout(LINGER, tree.wait()).await {
+                Ok(status) => (End::Exited, status.ok()),
+                Err(_) => (End::Completed, None),
+            }
+        }
     };
 
     let clean_exit =
@@ -225,6 +249,53 @@ async fn stop_tree(
 
 /// Reads each pipe in a task of its own, so the wait for the child and the
 /// wait for EOF can each be bounded separately.
+/// Finds where the first JSON object or array in a byte stream ends,
+/// chunk by chunk, without parsing it: depth, strings and escapes only.
+/// Anything before the first `{` or `[` is skipped.
+#[derive(Debug, Default)]
+pub struct JsonEnd {
+    depth: usize,
+    started: bool,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonEnd {
+    /// Feeds the next bytes; true once the first value is complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            if !self.started {
+                if b == b'{' || b == b'[' {
+                    self.started = true;
+                    self.depth = 1;
+                }
+                continue;
+            }
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
 struct Pump {
     readers: Vec<Reader>,
 }
@@ -236,14 +307,21 @@ struct Reader {
 }
 
 impl Pump {
-    fn start<R>(pipes: Vec<R>, limit: usize) -> Self
+    /// `json_done`, if given, is notified once the first pipe has carried
+    /// one complete JSON value.
+    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<Arc<Notify>>) -> Self
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
         let readers = pipes
             .into_iter()
-            .map(|mut pipe| {
+            .enumerate()
+            .map(|(i, mut pipe)| {
                 let (stop, mut stopped) = oneshot::channel();
+                let mut json = json_done
+                    .clone()
+                    .filter(|_| i == 0)
+                    .map(|done| (JsonEnd::default(), done));
                 let task = tokio::spawn(async move {
                     let mut capture = Capture::new(limit);
                     let mut buf = vec![0u8; READ_CHUNK];
@@ -253,7 +331,15 @@ impl Pump {
                             biased;
                             read = pipe.read(&mut buf) => match read {
                                 Ok(0) => break,
-                                Ok(n) => capture.push(&buf[..n]),
+                                Ok(n) => {
+                                    capture.push(&buf[..n]);
+                                    if let Some((scanner, done)) = &mut json {
+                                        if scanner.feed(&buf[..n]) {
+                                            done.notify_one();
+                                            json = None;
+                                        }
+                                    }
+                                }
                                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                                 Err(_) => break,
                             },
@@ -336,7 +422,42 @@ mod tests {
             grace: Duration::from_millis(200),
             max_output: 1024,
             split_stderr: split,
+            stop_after_json: false,
         }
+    }
+
+    #[test]
+    fn json_end_finds_the_end_of_the_first_value_across_chunks() {
+        let mut scanner = JsonEnd::default();
+        assert!(!scanner.feed(b"log line {not json yet\n"));
+        let mut scanner = JsonEnd::default();
+        assert!(!scanner.feed(b"noise {\"a\": \"}\\\"{\", "));
+        assert!(!scanner.feed(b"\"b\": [1, {\"c\": 2}]"));
+        assert!(scanner.feed(b"}\ntrailing"));
+    }
+
+    #[tokio::test]
+    async fn a_process_that_hangs_after_its_json_is_stopped_once_it_is_complete() {
+        let mut spec = sh(
+            "printf '{\"ok\": '; sleep 0.2; printf 'true}\\n'; exec sleep 30",
+            true,
+        );
+        spec.stop_after_json = true;
+        let started = std::time::Instant::now();
+        let outcome = run_now(&spec).await;
+        assert_eq!(outcome.end, End::Completed);
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(outcome.output.join(|_| String::new()), "{\"ok\": true}\n");
+        // One that exits right after its JSON keeps its exit status.
+        let mut spec = sh("printf '{}'; exit 3", true);
+        spec.stop_after_json = true;
+        let outcome = run_now(&spec).await;
+        assert_eq!(outcome.end, End::Exited);
+        assert_eq!(outcome.exit_code(), Some(3));
     }
 
     async fn run_now(spec: &Spec) -> Outcome {
