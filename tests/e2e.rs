@@ -799,3 +799,56 @@ fn e2e_doctor_session_streams_runs_tools_here_and_follows_up() {
     };
     assert_eq!(status.code(), Some(0), "{}", node.log());
 }
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_structured_results_from_both_paths() {
+    let message = unique("structured please");
+    let mut contents = Vec::new();
+    for via in ["cli", "gateway"] {
+        let run = run(real_router().args([
+            "--via",
+            via,
+            "--format",
+            "structured",
+            "-a",
+            "main",
+            "-m",
+            &message,
+            "--timeout",
+            "120",
+            "--meta",
+            "--exit-code",
+        ]));
+        assert_eq!(run.code, Some(0), "{}", run.stdout);
+        let json = run.json();
+        let details = &json["details"];
+        assert_eq!(details["status"], "ok", "{via}: {details}");
+        assert!(details["runId"].is_string(), "{via}: {details}");
+        assert_eq!(details["model"], "fakellm/fake-model", "{via}");
+        assert!(details["durationMs"].is_number(), "{via}");
+        assert!(details["usage"].is_object(), "{via}: {details}");
+        assert_eq!(
+            details["payloads"][0]["text"],
+            format!("ECHO: {message}"),
+            "{via}"
+        );
+        contents.push(run.content());
+    }
+    assert_eq!(contents[0], format!("ECHO: {message}"));
+    assert_eq!(contents[0], contents[1], "the same answer either way");
+    // OpenClaw's error envelope, read from the real CLI.
+    let run = run(real_router().args([
+        "--format",
+        "structured",
+        "-a",
+        "nosuchagent",
+        "-m",
+        "x",
+        "--timeout",
+        "120",
+    ]));
+    let details = &run.json()["details"];
+    assert_eq!(details["status"], "error", "{details}");
+    assert!(run.content().contains("nosuchagent"), "{}", run.stdout);
+}

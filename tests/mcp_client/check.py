@@ -145,6 +145,26 @@ async def main():
 
         await session_for(server("--scenario", "grandchild", "--pid-file", pid_file), cancel)
 
+    # Against the real OpenClaw gateway when one is up (scripts/e2e.sh).
+    url, token = os.environ.get("OPENCLAW_GATEWAY_URL"), os.environ.get("OPENCLAW_GATEWAY_TOKEN")
+    if url and token:
+        async def gateway(session, init):
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append(message)
+
+            r = await session.call_tool("clawbot_router", {"agent": "main", "message": "over mcp and the gateway"},
+                                        progress_callback=on_progress)
+            check(r.is_error is False, f"gateway call succeeds: {r.structured_content}")
+            check(r.structured_content["content"] == "ECHO: over mcp and the gateway\n", "the real gateway's reply")
+
+        await session_for(server("--scenario", "reply",
+                                 extra=("--via", "gateway", "--gateway", url, "--token", token, "--timeout", "120")),
+                          gateway)
+    else:
+        print("(no OPENCLAW_GATEWAY_URL/TOKEN: the gateway path is checked by scripts/e2e.sh)", flush=True)
+
     if FAILED:
         print(f"{len(FAILED)} check(s) failed", flush=True)
         sys.exit(1)
