@@ -63,8 +63,8 @@ fn node_options(args: NodeArgs) -> node::Options {
             .join("clawbot_router")
     });
     node::Options {
-        gateway: args.gateway,
-        token: args.token.filter(|t| !t.trim().is_empty()),
+        gateway: args.gateway.url,
+        token: args.gateway.token.filter(|t| !t.trim().is_empty()),
         display_name: args.display_name,
         state_dir,
         workspace: args.workspace.unwrap_or_else(|| ".".into()),
@@ -90,8 +90,8 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
     router::Options {
         via: args.via,
         format: args.format,
-        gateway: args.gateway.clone(),
-        token: args.token.clone(),
+        gateway: args.gateway.url.clone(),
+        token: args.gateway.token.clone(),
         activity,
         default_to: args.to.clone(),
         timeout: args.timeout,

@@ -46,23 +46,8 @@ pub enum Command {
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
-    /// The gateway's WebSocket URL.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "OPENCLAW_GATEWAY_URL",
-        default_value = "ws://127.0.0.1:18789"
-    )]
-    pub gateway: String,
-
-    /// The gateway's shared token (once paired, the device token it issues is used).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "OPENCLAW_GATEWAY_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
 
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]
@@ -191,16 +176,26 @@ pub struct CallOptions {
     #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_FORMAT", default_value_t = Format::Raw)]
     pub format: Format,
 
-    /// The gateway's WebSocket URL (for --via gateway|auto).
+    /// The gateway (for --via gateway|auto).
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
+}
+
+/// Where the gateway is and how to authenticate: the node's, the router's
+/// `--via gateway` and `mcp`'s.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The gateway's WebSocket URL.
     #[arg(
-        long,
+        long = "gateway",
         value_name = "URL",
         env = "OPENCLAW_GATEWAY_URL",
         default_value = "ws://127.0.0.1:18789"
     )]
-    pub gateway: String,
+    pub url: String,
 
-    /// The gateway's shared token (for --via gateway|auto).
+    /// The gateway's shared token (a paired node uses the device token it
+    /// was issued).
     #[arg(
         long,
         value_name = "TOKEN",

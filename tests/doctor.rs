@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,23 +23,6 @@ struct Doctor {
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
-}
-
-fn collect(mut from: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = text.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = from.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    text
 }
 
 impl Doctor {
@@ -68,8 +51,8 @@ impl Doctor {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
-        let stdout = collect(child.stdout.take().unwrap());
-        let stderr = collect(child.stderr.take().unwrap());
+        let stdout = common::collect(child.stdout.take().unwrap());
+        let stderr = common::collect(child.stderr.take().unwrap());
         Doctor {
             child,
             stdin,

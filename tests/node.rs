@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -46,7 +45,7 @@ impl Node {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
-        let stderr = collect(child.stderr.take().unwrap());
+        let stderr = common::collect(child.stderr.take().unwrap());
         Node { child, stderr, dir }
     }
 
@@ -105,23 +104,6 @@ impl Node {
 }
 
 /// Everything `pipe` yields, as it arrives.
-fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = text.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    text
-}
-
 impl Drop for Node {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -756,7 +738,7 @@ impl TtyNode {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let screen = collect(child.stdout.take().unwrap());
+        let screen = common::collect(child.stdout.take().unwrap());
         TtyNode {
             child,
             screen,

@@ -228,14 +228,10 @@ pub async fn turn(
     let mut run = Run::new(params, progress);
     tokio::pin!(cancel);
     loop {
-        let res = match run.next_response(conn, &id, &mut cancel).await {
-            Ok(res) => res,
+        let payload = match run.answer(conn, &id, &mut cancel).await {
+            Ok(payload) => payload,
             Err(end) => return end,
         };
-        let payload = res.payload.unwrap_or_default();
-        if !res.ok {
-            return run.refused(res.error, &payload);
-        }
         match payload.get("status").and_then(Value::as_str) {
             Some("accepted") => run.accepted(payload),
             _ => return TurnEnd::Finished(parse_finished(payload)),
@@ -311,14 +307,10 @@ pub async fn resume(
         let Ok(id) = conn.request("agent", value.clone()).await else {
             return run.lost("the gateway closed the connection");
         };
-        let res = match run.next_response(conn, &id, &mut cancel).await {
-            Ok(res) => res,
+        let payload = match run.answer(conn, &id, &mut cancel).await {
+            Ok(payload) => payload,
             Err(end) => return end,
         };
-        let payload = res.payload.unwrap_or_default();
-        if !res.ok {
-            return run.refused(res.error, &payload);
-        }
         if payload.get("status").and_then(Value::as_str) != Some("in_flight") {
             return TurnEnd::Finished(parse_finished(payload));
         }
@@ -431,6 +423,23 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
                     )));
                 }
             }
+        }
+    }
+
+    /// The payload of a successful response to `id`; a refusal, or how the
+    /// turn ended instead, as `Err`.
+    async fn answer(
+        &mut self,
+        conn: &mut Connection,
+        id: &str,
+        cancel: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<Value, TurnEnd> {
+        let res = self.next_response(conn, id, cancel).await?;
+        let payload = res.payload.unwrap_or_default();
+        if res.ok {
+            Ok(payload)
+        } else {
+            Err(self.refused(res.error, &payload))
         }
     }
 

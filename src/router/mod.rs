@@ -273,15 +273,7 @@ fn finish(outcome: Outcome, interrupt: Option<Interrupt>, options: &Options) -> 
             status
         }
     };
-    let meta = Meta {
-        exit_code: outcome.exit_code(),
-        signal: outcome.signal(),
-        timed_out: outcome.end == End::TimedOut,
-        truncated: outcome.output.truncated(),
-        duration_ms: outcome.duration.as_millis() as u64,
-        via: Some("cli"),
-        run_id: None,
-    };
+    let meta = cli_meta(&outcome, None);
     Reply {
         result: with_meta(content, meta),
         status,
@@ -351,18 +343,23 @@ fn finish_structured(outcome: Outcome, interrupt: Option<Interrupt>, options: &O
     if !diagnostics.trim().is_empty() {
         details["diagnostics"] = serde_json::Value::from(diagnostics.trim_end());
     }
-    let meta = Meta {
+    let meta = cli_meta(&outcome, details["runId"].as_str().map(str::to_owned));
+    let mut result = with_meta(cleaned.content, meta);
+    result.details = Some(details);
+    Reply { result, status }
+}
+
+/// `meta` for a run of the CLI.
+fn cli_meta(outcome: &Outcome, run_id: Option<String>) -> Meta {
+    Meta {
         exit_code: outcome.exit_code(),
         signal: outcome.signal(),
         timed_out: outcome.end == End::TimedOut,
         truncated: outcome.output.truncated(),
         duration_ms: outcome.duration.as_millis() as u64,
         via: Some("cli"),
-        run_id: details["runId"].as_str().map(str::to_owned),
-    };
-    let mut result = with_meta(cleaned.content, meta);
-    result.details = Some(details);
-    Reply { result, status }
+        run_id,
+    }
 }
 
 fn with_meta(content: String, meta: Meta) -> ToolResult {

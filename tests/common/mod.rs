@@ -131,6 +131,26 @@ pub fn expected_line(content: &str) -> String {
     serde_json::to_string(&Value::Object(map)).unwrap() + "\n"
 }
 
+/// Collects what a child writes on `pipe`, as text, while the test goes on.
+pub fn collect(
+    mut pipe: impl std::io::Read + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
+}
+
 /// A temporary directory that lives as long as the value.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
