@@ -338,3 +338,28 @@ async fn structured_results_come_from_the_gateways_answer() {
     assert_eq!(run.json()["details"]["status"], "timeout");
     assert_eq!(run.code, Some(124));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_the_spinner_shows_the_streamed_reply() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = common::tempdir();
+    let out = dir.path().join("out.json");
+    let inner = format!(
+        "{} --via gateway --gateway {} --token {} -m '[[delay:1.2]] streamed words' > {}",
+        shell_words::quote(common::ROUTER),
+        gw.url(),
+        TOKEN,
+        shell_words::quote(out.to_str().unwrap())
+    );
+    // `script` gives the router a terminal on stderr.
+    let mut cmd = Command::new("script");
+    cmd.args(["-qefc", &inner, "/dev/null"]);
+    let run = call(cmd).await;
+    assert!(
+        run.stdout.contains("\u{2026}ECHO:"),
+        "the spinner line shows the reply's first words: {:?}",
+        run.stdout
+    );
+    let line = std::fs::read_to_string(out).unwrap();
+    assert_eq!(line, common::expected_line("ECHO: [[delay:1.2]] streamed words\n"));
+}
