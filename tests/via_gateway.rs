@@ -361,5 +361,8 @@ async fn on_a_terminal_the_spinner_shows_the_streamed_reply() {
         run.stdout
     );
     let line = std::fs::read_to_string(out).unwrap();
-    assert_eq!(line, common::expected_line("ECHO: [[delay:1.2]] streamed words\n"));
+    assert_eq!(
+        line,
+        common::expected_line("ECHO: [[delay:1.2]] streamed words\n")
+    );
 }
