@@ -127,14 +127,24 @@ pub fn without_answer(status: &str, kind: &str, content: String) -> Cleaned {
     }
 }
 
-/// The first JSON object in `text` (openclaw may print something before it).
+/// The first JSON object in `text` that opens a line (openclaw may print
+/// log lines before it).
 pub fn find_json(text: &str) -> Option<Value> {
-    let start = text.find('{')?;
-    serde_json::Deserializer::from_str(&text[start..])
-        .into_iter::<Value>()
-        .next()?
-        .ok()
-        .filter(Value::is_object)
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('{') {
+            let start = offset + (line.len() - trimmed.len());
+            let parsed = serde_json::Deserializer::from_str(&text[start..])
+                .into_iter::<Value>()
+                .next();
+            if let Some(Ok(value @ Value::Object(_))) = parsed {
+                return Some(value);
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 fn base(status: &str) -> Value {
@@ -237,7 +247,7 @@ mod tests {
     #[test]
     fn json_is_found_after_noise() {
         assert_eq!(
-            find_json("log line\n{\"a\": {\"b\": \"}\"}}\ntrailing"),
+            find_json("log line {x}\n{broken\n{\"a\": {\"b\": \"}\"}}\ntrailing"),
             Some(json!({"a": {"b": "}"}}))
         );
         assert_eq!(find_json("no json here"), None);

@@ -249,15 +249,30 @@ async fn stop_tree(
 
 /// Reads each pipe in a task of its own, so the wait for the child and the
 /// wait for EOF can each be bounded separately.
-/// Finds where the first JSON object or array in a byte stream ends,
-/// chunk by chunk, without parsing it: depth, strings and escapes only.
-/// Anything before the first `{` or `[` is skipped.
-#[derive(Debug, Default)]
+/// Finds where the first JSON object in a byte stream ends, chunk by
+/// chunk, without parsing it: depth, strings and escapes only. The object
+/// must open a line (`{` as the line's first non-blank byte), so a log line
+/// before it — `[openclaw] …`, `… {x}` — is skipped.
+#[derive(Debug)]
 pub struct JsonEnd {
     depth: usize,
     started: bool,
+    /// Only blanks so far on the current line (before the object).
+    line_start: bool,
     in_string: bool,
     escaped: bool,
+}
+
+impl Default for JsonEnd {
+    fn default() -> Self {
+        Self {
+            depth: 0,
+            started: false,
+            line_start: true,
+            in_string: false,
+            escaped: false,
+        }
+    }
 }
 
 impl JsonEnd {
@@ -265,9 +280,14 @@ impl JsonEnd {
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
         for &b in bytes {
             if !self.started {
-                if b == b'{' || b == b'[' {
-                    self.started = true;
-                    self.depth = 1;
+                match b {
+                    b'{' if self.line_start => {
+                        self.started = true;
+                        self.depth = 1;
+                    }
+                    b'\n' => self.line_start = true,
+                    b' ' | b'\t' | b'\r' => {}
+                    _ => self.line_start = false,
                 }
                 continue;
             }
@@ -429,9 +449,11 @@ mod tests {
     #[test]
     fn json_end_finds_the_end_of_the_first_value_across_chunks() {
         let mut scanner = JsonEnd::default();
-        assert!(!scanner.feed(b"log line {not json yet\n"));
+        assert!(!scanner.feed(b"log line {not json}\n[openclaw] [x] {y}\n"));
+        assert!(!scanner.feed(b"  {\"a\": 1"));
+        assert!(scanner.feed(b"}"));
         let mut scanner = JsonEnd::default();
-        assert!(!scanner.feed(b"noise {\"a\": \"}\\\"{\", "));
+        assert!(!scanner.feed(b"noise\n{\"a\": \"}\\\"{\", "));
         assert!(!scanner.feed(b"\"b\": [1, {\"c\": 2}]"));
         assert!(scanner.feed(b"}\ntrailing"));
     }
