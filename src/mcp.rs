@@ -60,7 +60,8 @@ pub async fn serve(options: router::Options) -> u8 {
     };
     let server = Server { options, tool };
     let interrupted = crate::app::interrupts();
-    let running = match server.serve(frame_stdio()).await {
+    let (input, output, writer) = frame_stdio();
+    let running = match server.serve((input, output)).await {
         Ok(running) => running,
         Err(e) => {
             eprintln!("[clawbot_router mcp] no MCP session: {e}");
@@ -71,16 +72,19 @@ pub async fn serve(options: router::Options) -> u8 {
     let waiting = running.waiting();
     tokio::pin!(waiting);
     tokio::select! {
-        _ = &mut waiting => 0,
+        _ = &mut waiting => {}
         signal = interrupted => {
             // Every running call sees its request cancelled and stops its
             // tree before the process goes.
             eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
             cancel.cancel();
             let _ = tokio::time::timeout(DRAIN + Duration::from_secs(5), waiting).await;
-            0
         }
     }
+    // rmcp is done (its side of the pipe is closed): what it wrote last
+    // must still reach stdout before the process goes.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    0
 }
 
 fn tool() -> Option<Tool> {
@@ -287,7 +291,11 @@ const MAX_LINE: usize = 64 * 1024 * 1024;
 /// stdin and stdout as rmcp sees them: lines checked on the way in (see the
 /// module's notes), and one writer for stdout, so our own error answers
 /// never interleave with rmcp's.
-fn frame_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+fn frame_stdio() -> (
+    tokio::io::DuplexStream,
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<()>,
+) {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
@@ -356,38 +364,44 @@ fn frame_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
         }
         let _ = to_rmcp.shutdown().await;
     });
-    // rmcp's lines and our answers → stdout, whole lines only.
-    tokio::spawn(async move {
-        let mut from_rmcp = BufReader::new(from_rmcp);
+    // rmcp's lines and our answers → stdout, whole lines only: rmcp's
+    // bytes wait in their own buffer until their line is complete (a read
+    // interrupted by an answer loses nothing, and an answer never lands in
+    // the middle of one of rmcp's lines).
+    let writer = tokio::spawn(async move {
+        let mut from_rmcp = from_rmcp;
         let mut stdout = tokio::io::stdout();
-        let mut line = Vec::new();
-        let mut rmcp_open = true;
-        loop {
-            line.clear();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let (mut rmcp_open, mut answers_open) = (true, true);
+        while rmcp_open || answers_open {
+            let mut out: Vec<u8> = Vec::new();
             tokio::select! {
-                read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => match read {
-                    Ok(0) | Err(_) => rmcp_open = false,
-                    Ok(_) => {}
+                read = from_rmcp.read(&mut chunk), if rmcp_open => match read {
+                    Ok(0) | Err(_) => {
+                        rmcp_open = false;
+                        out = std::mem::take(&mut pending); // a last line without its newline
+                    }
+                    Ok(n) => {
+                        pending.extend_from_slice(&chunk[..n]);
+                        if let Some(end) = pending.iter().rposition(|b| *b == b'\n') {
+                            out = pending.drain(..=end).collect();
+                        }
+                    }
                 },
-                answer = answers.recv() => match answer {
-                    Some(answer) => line.extend_from_slice(answer.as_bytes()),
-                    None if rmcp_open => continue,
-                    None => break,
+                answer = answers.recv(), if answers_open => match answer {
+                    Some(answer) => out = answer.into_bytes(),
+                    None => answers_open = false,
                 },
-                else => break,
             }
-            if line.is_empty() {
-                if !rmcp_open {
-                    break;
-                }
-                continue;
-            }
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+            if !out.is_empty()
+                && (stdout.write_all(&out).await.is_err() || stdout.flush().await.is_err())
+            {
                 break;
             }
         }
     });
-    (rmcp_in, rmcp_out)
+    (rmcp_in, rmcp_out, writer)
 }
 
 /// JSON-RPC's answer to a line that is not JSON.

@@ -377,3 +377,17 @@ fn a_signal_stops_running_calls_and_the_server() {
     assert_all_gone(&tree);
     assert!(pids(&pid_file).len() >= 2);
 }
+
+#[test]
+fn end_of_input_still_delivers_the_answers_of_running_calls() {
+    let mut server = Server::initialized(&["--scenario", "sleep", "--sleep", "1"]);
+    server.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "clawbot_router", "arguments": {"message": "last one"}}}));
+    drop(server.stdin.take()); // the host hangs up at once
+    let response = server.response(9);
+    assert_eq!(
+        result_json(&response)["content"],
+        "thinking...\nECHO: last one\n"
+    );
+    assert_eq!(server.exit(), Some(0));
+}
