@@ -173,3 +173,42 @@ fn run_with_timeout(scenario: &str, timeout: &str) -> Run {
         "x",
     ]))
 }
+
+#[test]
+fn a_json_log_line_before_the_answer_is_not_taken_for_it() {
+    let dir = tempdir();
+    let script = dir.path().join("openclaw.sh");
+    let answer = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/openclaw-samples/agent-gateway-json.stdout.json"
+    );
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho '{{\"level\":\"info\",\"msg\":\"gateway connected\"}}'\nsleep 0.5\ncat '{answer}'\nexec sleep 30\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = run(router()
+        .args([
+            "--openclaw",
+            script.to_str().unwrap(),
+            "--format",
+            "structured",
+            "--grace",
+            "0.3",
+        ])
+        .args(["--exit-code", "-m", "x"]));
+    assert_eq!(run.content(), "ECHO: hello gw json");
+    assert_eq!(run.code, Some(0));
+    assert_eq!(
+        details(&run)["runId"],
+        "410a2d58-4ab5-442d-9fb8-0d3beac73aaf"
+    );
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(5),
+        "{:?}",
+        run.elapsed
+    );
+}

@@ -366,3 +366,46 @@ async fn on_a_terminal_the_spinner_shows_the_streamed_reply() {
         common::expected_line("ECHO: [[delay:1.2]] streamed words\n")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_dropped_before_the_acceptance_finds_the_run_by_its_key() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(
+        &gw,
+        &["-m", "[[drop-early]] [[delay:1]] who took it"],
+    ))
+    .await;
+    assert_eq!(
+        run.content(),
+        "ECHO: [[drop-early]] [[delay:1]] who took it\n"
+    );
+    assert_eq!(run.code, Some(0));
+    let requests = gw.agent_requests();
+    let key = &requests[0]["idempotencyKey"];
+    assert!(requests.len() >= 2 && requests.iter().all(|r| &r["idempotencyKey"] == key));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timeout_after_a_reconnect_still_aborts_the_run() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let run = call(gateway_call(
+        &gw,
+        &["--timeout", "2", "-m", "[[drop]] [[delay:30]] long"],
+    ))
+    .await;
+    assert_eq!(run.code, Some(124));
+    assert!(
+        !run.content().contains("did not confirm"),
+        "the resuming connection (operator.admin) may abort: {}",
+        run.content()
+    );
+    let run_id = run.meta()["runId"].as_str().unwrap().to_owned();
+    assert!(gw.wait_run_over(&run_id, Duration::from_secs(5)).await);
+    let scopes: Vec<Value> = gw
+        .operator_connects()
+        .iter()
+        .map(|c| c["scopes"].clone())
+        .collect();
+    assert_eq!(scopes[0], serde_json::json!(["operator.write"]));
+    assert_eq!(scopes[1], serde_json::json!(["operator.admin"]));
+}

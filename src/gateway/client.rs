@@ -27,6 +27,8 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// OpenClaw's defaults, used until `hello-ok` says otherwise.
 const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
 const DEFAULT_TICK: Duration = Duration::from_secs(30);
+/// One frame that takes longer than this to send means a stuck peer.
+const SEND_LIMIT: Duration = Duration::from_secs(10);
 
 /// Why a connection attempt ended without `hello-ok`.
 #[derive(Debug, thiserror::Error)]
@@ -145,11 +147,21 @@ impl Connection {
         Ok(id)
     }
 
+    /// Sends one frame; a peer that stops reading gets `SEND_LIMIT`, then
+    /// the send fails (the socket buffer full is the only way a send waits).
     pub async fn send_text(
         &mut self,
         text: String,
     ) -> Result<(), tokio_tungstenite::tungstenite::Error> {
-        self.ws.send(Message::text(text)).await
+        match tokio::time::timeout(SEND_LIMIT, self.ws.send(Message::text(text))).await {
+            Ok(sent) => sent,
+            Err(_) => Err(tokio_tungstenite::tungstenite::Error::Io(
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the gateway took no frame for {}s", SEND_LIMIT.as_secs()),
+                ),
+            )),
+        }
     }
 
     /// The next frame; `None` once the connection is closed or broken.

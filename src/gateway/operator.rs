@@ -21,16 +21,30 @@ use super::frames::{
 /// What `openclaw agent` presents (shared/openclaw/README.md §2).
 const CLIENT_ID: &str = "cli";
 const SCOPE: &str = "operator.write";
+const ADMIN_SCOPE: &str = "operator.admin";
 /// How long an abort gets to be acknowledged before we close anyway.
 const ABORT_WAIT: Duration = Duration::from_millis(1500);
 /// The gateway's tick default; silence for twice the tick is a dead link.
 const MIN_TICK: Duration = Duration::from_secs(1);
+
+/// The scope an operator connection asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// What `openclaw agent` asks for: run turns, abort its own.
+    Write,
+    /// What `openclaw agent` falls back to for an abort: OpenClaw lets a
+    /// device-less operator abort only runs its own connection started, so
+    /// a connection that resumes a run after a drop needs it (granted to
+    /// `cli` clients on loopback, like `Write`).
+    Admin,
+}
 
 /// Opens an operator connection.
 pub async fn connect(
     url: &str,
     token: Option<&str>,
     limit: Duration,
+    scope: Scope,
 ) -> Result<Connection, ConnectError> {
     client::open(url, limit, |_challenge| ConnectParams {
         min_protocol: MIN_PROTOCOL,
@@ -52,7 +66,10 @@ pub async fn connect(
             token: token.map(str::to_owned),
         },
         role: "operator".into(),
-        scopes: vec![SCOPE.into()],
+        scopes: vec![match scope {
+            Scope::Write => SCOPE.into(),
+            Scope::Admin => ADMIN_SCOPE.into(),
+        }],
         device: None,
     })
     .await
@@ -199,8 +216,21 @@ pub enum TurnEnd {
         accepted: Option<Accepted>,
         sent: bool,
         why: String,
-        partial: String,
+        /// What the run had said so far; [`resume`] carries on from it.
+        seen: Seen,
     },
+}
+
+/// The assistant's text per item, as the run's events last showed it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen(Vec<(String, String)>);
+
+impl Seen {
+    /// The text so far, item after item.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.0.iter().map(|(_, t)| t.as_str()).collect();
+        texts.join("\n\n")
+    }
 }
 
 /// One agent turn on `conn`: the run's events feed `progress`, the final
@@ -221,11 +251,12 @@ pub async fn turn(
                 accepted: None,
                 sent: false,
                 why: e.to_string(),
-                partial: String::new(),
+                seen: Seen::default(),
             };
         }
     };
     let mut run = Run::new(params, progress);
+    run.request = Some(id.clone());
     tokio::pin!(cancel);
     loop {
         let payload = match run.answer(conn, &id, &mut cancel).await {
@@ -234,6 +265,12 @@ pub async fn turn(
         };
         match payload.get("status").and_then(Value::as_str) {
             Some("accepted") => run.accepted(payload),
+            // The same key sent again (after a drop) while the run goes
+            // on: no final answer will come on this request; follow it.
+            Some("in_flight") => {
+                run.accepted(payload);
+                return follow(run, conn, &mut cancel).await;
+            }
             _ => return TurnEnd::Finished(parse_finished(payload)),
         }
     }
@@ -276,19 +313,32 @@ pub async fn resume(
     conn: &mut Connection,
     params: &AgentParams,
     accepted: Accepted,
+    seen: Seen,
     cancel: impl Future<Output = ()>,
     progress: impl FnMut(Progress),
 ) -> TurnEnd {
     let mut run = Run::new(params, progress);
-    run.accepted = Some(accepted.clone());
+    run.accepted = Some(accepted);
+    run.items = seen;
     tokio::pin!(cancel);
+    follow(run, conn, &mut cancel).await
+}
+
+/// Waits for an accepted run to end, then fetches its answer.
+async fn follow<P: FnMut(Progress)>(
+    mut run: Run<'_, P>,
+    conn: &mut Connection,
+    cancel: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> TurnEnd {
+    let params = run.params;
+    let run_id = run.run_id().to_owned();
     // Until the run is over.
     loop {
-        let wait = serde_json::json!({"runId": accepted.run_id, "timeoutMs": WAIT_SLICE_MS});
+        let wait = serde_json::json!({"runId": run_id, "timeoutMs": WAIT_SLICE_MS});
         let Ok(id) = conn.request("agent.wait", wait).await else {
             return run.lost("the gateway closed the connection");
         };
-        let res = match run.next_response(conn, &id, &mut cancel).await {
+        let res = match run.next_response(conn, &id, cancel).await {
             Ok(res) => res,
             Err(end) => return end,
         };
@@ -307,7 +357,8 @@ pub async fn resume(
         let Ok(id) = conn.request("agent", value.clone()).await else {
             return run.lost("the gateway closed the connection");
         };
-        let payload = match run.answer(conn, &id, &mut cancel).await {
+        run.request = Some(id.clone());
+        let payload = match run.answer(conn, &id, cancel).await {
             Ok(payload) => payload,
             Err(end) => return end,
         };
@@ -317,10 +368,23 @@ pub async fn resume(
         let pause = tokio::time::sleep(IN_FLIGHT_PAUSE);
         tokio::select! {
             _ = pause => {}
-            _ = &mut cancel => return run.cancel(conn).await,
+            _ = cancel.as_mut() => return run.cancel(conn).await,
         }
     }
     run.lost("the gateway finished the run but kept answering \"in_flight\"")
+}
+
+/// Whether an abort's answer says `run_id` was stopped: `chat.abort`
+/// answers `{aborted: true, runIds: [...]}`, `sessions.abort`
+/// `{status: "aborted", abortedRunId}`.
+fn stopped(answer: &Value, run_id: &str) -> bool {
+    let listed = answer
+        .get("runIds")
+        .and_then(Value::as_array)
+        .is_some_and(|ids| ids.iter().any(|id| id == run_id));
+    (answer.get("aborted") == Some(&Value::Bool(true)) && listed)
+        || (answer.get("status").and_then(Value::as_str) == Some("aborted")
+            && answer.get("abortedRunId").and_then(Value::as_str) == Some(run_id))
 }
 
 /// `agent.wait` slices: short enough to notice a dead link between them.
@@ -340,7 +404,9 @@ struct Run<'a, P> {
     accepted: Option<Accepted>,
     progress: P,
     /// Assistant text per item, as the `agent` stream last showed it.
-    items: Vec<(String, String)>,
+    items: Seen,
+    /// The id of the `agent` request whose final answer ends the run.
+    request: Option<String>,
 }
 
 impl<'a, P: FnMut(Progress)> Run<'a, P> {
@@ -349,7 +415,8 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
             params,
             accepted: None,
             progress,
-            items: Vec::new(),
+            items: Seen::default(),
+            request: None,
         }
     }
 
@@ -392,7 +459,7 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
             accepted: self.accepted.clone(),
             sent: true,
             why: why.to_owned(),
-            partial: self.text(),
+            seen: self.items.clone(),
         }
     }
 
@@ -465,23 +532,46 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
                 serde_json::json!({"runId": self.run_id()}),
             ),
         };
-        let aborted = match conn.request(method, params).await {
-            Ok(id) => {
-                let wait = async {
-                    loop {
-                        match conn.recv().await {
-                            Some(Frame::Res(res)) if res.id == id => return res.ok,
-                            Some(_) => {}
-                            None => return false,
+        let run_id = self.run_id().to_owned();
+        let request = self.request.clone();
+        let Ok(id) = conn.request(method, params).await else {
+            return self.cancelled(accepted, false);
+        };
+        // Confirmed only when the gateway says it stopped *this* run; the
+        // run's own final answer may also arrive meanwhile, and then wins.
+        let wait = async {
+            loop {
+                match conn.recv().await {
+                    Some(Frame::Res(res)) if res.id == id => {
+                        return Err(
+                            res.ok && res.payload.as_ref().is_some_and(|p| stopped(p, &run_id))
+                        );
+                    }
+                    Some(Frame::Res(res)) if Some(&res.id) == request.as_ref() && res.ok => {
+                        let payload = res.payload.unwrap_or_default();
+                        if !matches!(
+                            payload.get("status").and_then(Value::as_str),
+                            Some("accepted" | "in_flight")
+                        ) {
+                            return Ok(payload);
                         }
                     }
-                };
-                tokio::time::timeout(ABORT_WAIT, wait)
-                    .await
-                    .unwrap_or(false)
+                    Some(_) => {}
+                    None => return Err(false),
+                }
             }
-            Err(_) => false,
         };
+        match tokio::time::timeout(ABORT_WAIT, wait).await {
+            Ok(Ok(answer)) if answer.get("stopReason").and_then(Value::as_str) != Some("rpc") => {
+                TurnEnd::Finished(parse_finished(answer))
+            }
+            Ok(Ok(_)) => self.cancelled(accepted, true),
+            Ok(Err(aborted)) => self.cancelled(accepted, aborted),
+            Err(_) => self.cancelled(accepted, false),
+        }
+    }
+
+    fn cancelled(&self, accepted: bool, aborted: bool) -> TurnEnd {
         TurnEnd::Cancelled {
             accepted,
             aborted,
@@ -489,10 +579,8 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
         }
     }
 
-    /// The assistant's text so far, item after item.
     fn text(&self) -> String {
-        let texts: Vec<&str> = self.items.iter().map(|(_, t)| t.as_str()).collect();
-        texts.join("\n\n")
+        self.items.text()
     }
 
     /// Turns one event into progress, if it belongs to this run.
@@ -534,19 +622,19 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
     /// `text` is the item's whole text so far: what extends the previous
     /// text is new; anything else is a rewrite.
     fn assistant(&mut self, item: &str, text: &str) -> Progress {
-        let slot = match self.items.iter().position(|(id, _)| id == item) {
+        let slot = match self.items.0.iter().position(|(id, _)| id == item) {
             Some(i) => i,
             None => {
-                let separator = if self.items.is_empty() { "" } else { "\n\n" };
-                self.items.push((item.to_owned(), String::new()));
-                let i = self.items.len() - 1;
-                self.items[i].1 = text.to_owned();
+                let separator = if self.items.0.is_empty() { "" } else { "\n\n" };
+                self.items.0.push((item.to_owned(), String::new()));
+                let i = self.items.0.len() - 1;
+                self.items.0[i].1 = text.to_owned();
                 return Progress::Text(format!("{separator}{text}"));
             }
         };
-        let before = std::mem::replace(&mut self.items[slot].1, text.to_owned());
+        let before = std::mem::replace(&mut self.items.0[slot].1, text.to_owned());
         match text.strip_prefix(before.as_str()) {
-            Some(added) if slot + 1 == self.items.len() => Progress::Text(added.to_owned()),
+            Some(added) if slot + 1 == self.items.0.len() => Progress::Text(added.to_owned()),
             _ if before == text => Progress::Activity,
             _ => Progress::Rewritten,
         }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::Backoff;
 use super::say;
 use crate::gateway::client::{ConnectError, Connection};
-use crate::gateway::operator::{self, AgentParams, Progress, TurnEnd};
+use crate::gateway::operator::{self, AgentParams, Progress, Scope, Seen, TurnEnd};
 
 /// Seed 000 §"Error Handling": no reply for this long is said
 /// (`CLAWBOT_ROUTER_DOCTOR_QUIET_MS` shortens it for tests).
@@ -53,8 +53,13 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
     };
     let out = Stdout::start();
     say("doctor: collecting the diagnostic context");
-    let context =
-        crate::tools::system::doctor_context(&options.instance_id, &options.question).await;
+    // The installation a doctor is run on may hang: Ctrl-C must not wait
+    // for it (dropping the collection stops its openclaw processes).
+    let collecting = crate::tools::system::doctor_context(&options.instance_id, &options.question);
+    let context = tokio::select! {
+        context = collecting => context,
+        _ = stop.cancelled() => return 0,
+    };
     let session_key = format!(
         "agent:{}:clawbot-doctor-{}",
         options.agent,
@@ -66,6 +71,7 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
         backoff: Backoff::new(Duration::from_secs(1), Duration::from_secs(30)),
         out,
         stop: stop.clone(),
+        dropped: false,
     };
     let mut message = context.to_string();
     let mut first = true;
@@ -122,6 +128,9 @@ struct Doctor<'a> {
     backoff: Backoff,
     out: Stdout,
     stop: CancellationToken,
+    /// A connection was lost: later ones ask for `operator.admin`, the
+    /// scope that may abort a run another connection started.
+    dropped: bool,
 }
 
 impl Doctor<'_> {
@@ -129,7 +138,12 @@ impl Doctor<'_> {
     async fn connection(&mut self) -> Result<&mut Connection, Step> {
         while self.conn.is_none() {
             let token = self.options.token.as_deref();
-            let attempt = operator::connect(&self.options.gateway, token, CONNECT_LIMIT);
+            let scope = if self.dropped {
+                Scope::Admin
+            } else {
+                Scope::Write
+            };
+            let attempt = operator::connect(&self.options.gateway, token, CONNECT_LIMIT, scope);
             let result = tokio::select! {
                 result = attempt => result,
                 _ = self.stop.cancelled() => return Err(Step::Stopped),
@@ -167,6 +181,7 @@ impl Doctor<'_> {
     /// One message and its streamed answer; survives dropped links.
     async fn turn(&mut self, params: &AgentParams) -> Step {
         let mut accepted = None;
+        let mut seen = Seen::default();
         let mut printed = String::new();
         let mut rewritten = false;
         loop {
@@ -213,8 +228,8 @@ impl Doctor<'_> {
                 match &accepted {
                     None => operator::turn(conn, params, stop.cancelled(), show).await,
                     Some(run) => {
-                        operator::resume(conn, params, Clone::clone(run), stop.cancelled(), show)
-                            .await
+                        let (run, seen) = (Clone::clone(run), seen.clone());
+                        operator::resume(conn, params, run, seen, stop.cancelled(), show).await
                     }
                 }
             };
@@ -250,18 +265,28 @@ impl Doctor<'_> {
                     }
                     return if accepted { Step::Done } else { Step::Fatal };
                 }
-                TurnEnd::Cancelled { .. } => {
+                TurnEnd::Cancelled { aborted, .. } => {
                     self.out.write("\n");
-                    say("doctor: stopped; the run was aborted on the gateway");
+                    say(if aborted {
+                        "doctor: stopped; the run was aborted on the gateway"
+                    } else {
+                        "doctor: stopped; the gateway did not confirm the abort, the run may still be going"
+                    });
                     return Step::Stopped;
                 }
                 TurnEnd::Lost {
-                    accepted: run, why, ..
+                    accepted: run,
+                    why,
+                    seen: said,
+                    ..
                 } => {
                     say(&format!(
                         "doctor: connection lost ({why}); reconnecting to resume the session"
                     ));
                     self.conn = None;
+                    self.dropped = true;
+                    // What streamed so far is not streamed again.
+                    seen = said;
                     // Not accepted yet: sending again with the same key is
                     // safe (the gateway deduplicates); accepted: follow it.
                     if run.is_some() {

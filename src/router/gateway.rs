@@ -13,7 +13,8 @@ use super::messages;
 use super::result::{Meta, Status};
 use super::{Format, Interrupt, Options, Reply, Via, push_line, seconds, structured, with_meta};
 use crate::gateway::client::ConnectError;
-use crate::gateway::operator::{self, AgentParams, Progress, TurnEnd};
+use crate::gateway::frames::ErrorShape;
+use crate::gateway::operator::{self, AgentParams, Progress, Scope, TurnEnd};
 
 /// How long `--via auto` waits for the gateway before using the CLI.
 const AUTO_CONNECT_LIMIT: Duration = Duration::from_secs(3);
@@ -49,7 +50,12 @@ pub async fn call(
         CONNECT_LIMIT
     };
     let token = options.token.as_deref().filter(|t| !t.trim().is_empty());
-    let connecting = operator::connect(&options.gateway, token, limit.min(options.timeout));
+    let connecting = operator::connect(
+        &options.gateway,
+        token,
+        limit.min(options.timeout),
+        Scope::Write,
+    );
     let mut conn = tokio::select! {
         conn = connecting => match conn {
             Ok(conn) => conn,
@@ -70,7 +76,9 @@ pub async fn call(
         // OpenClaw 2026.9.6 then refuses with SESSION_WORK_START_CHANGED);
         // the default agent with it routes as `openclaw agent --to` does.
         Route::To(to) => {
-            let agent = operator::default_agent(&mut conn).await;
+            let asked =
+                tokio::time::timeout_at(deadline.into(), operator::default_agent(&mut conn));
+            let agent = asked.await.ok().flatten();
             (
                 Some(agent.unwrap_or_else(|| "main".into())),
                 Some(to.clone()),
@@ -103,23 +111,26 @@ pub async fn call(
     // A link that drops mid-turn is reconnected and the run followed to
     // its end (never sent again: the gateway knows it by its key).
     let mut pauses = RECONNECT_PAUSES.iter();
+    let mut resent = false;
     while let TurnEnd::Lost {
         accepted,
         sent: true,
-        partial,
+        seen,
         ..
     } = &end
     {
         let Some(pause) = pauses.next() else { break };
-        let (accepted, partial) = (accepted.clone(), partial.clone());
+        let (accepted, seen) = (accepted.clone(), seen.clone());
+        // Admin: only the connection that started a run, or an admin one,
+        // may abort it (what `openclaw agent` falls back to as well).
         let reconnect = async {
             tokio::time::sleep(*pause).await;
-            operator::connect(&options.gateway, token, CONNECT_LIMIT).await
+            operator::connect(&options.gateway, token, CONNECT_LIMIT, Scope::Admin).await
         };
         let conn = tokio::select! {
             conn = reconnect => conn,
             _ = give_up.as_mut() => {
-                end = TurnEnd::Cancelled { accepted: accepted.is_some(), aborted: false, partial };
+                end = TurnEnd::Cancelled { accepted: accepted.is_some(), aborted: false, partial: seen.text() };
                 break;
             }
         };
@@ -128,9 +139,12 @@ pub async fn call(
         // safe, the gateway deduplicates it by its key.
         end = match accepted {
             Some(run) => {
-                operator::resume(&mut conn, &params, run, give_up.as_mut(), &mut show).await
+                operator::resume(&mut conn, &params, run, seen, give_up.as_mut(), &mut show).await
             }
-            None => operator::turn(&mut conn, &params, give_up.as_mut(), &mut show).await,
+            None => {
+                resent = true;
+                operator::turn(&mut conn, &params, give_up.as_mut(), &mut show).await
+            }
         };
     }
     let run_id = Some(params.idempotency_key.clone());
@@ -159,7 +173,7 @@ pub async fn call(
             )
         }
         TurnEnd::Refused { error, accepted } => {
-            if !accepted && options.via == Via::Auto && not_the_messages_fault(&error.code) {
+            if !accepted && !resent && options.via == Via::Auto && channel_refusal(&error) {
                 return Attempt::Unreachable(format!("{}: {}", error.code, error.message));
             }
             // As `openclaw agent` prints it on stderr.
@@ -223,8 +237,8 @@ pub async fn call(
         TurnEnd::Lost {
             sent: false, why, ..
         } => Attempt::Unreachable(why),
-        TurnEnd::Lost { why, partial, .. } => {
-            let mut content = partial;
+        TurnEnd::Lost { why, seen, .. } => {
+            let mut content = seen.text();
             let sentence = messages::gateway_lost(lang, &why);
             push_line(&mut content, &sentence);
             let cleaned = structured
@@ -234,10 +248,15 @@ pub async fn call(
     }
 }
 
-/// Refusals that say the channel is wrong (scopes, auth), not the call:
-/// the CLI may still get through with its own credentials.
-fn not_the_messages_fault(code: &str) -> bool {
-    code != "INVALID_REQUEST"
+/// Refusals that say the channel is wrong (scopes, auth, pairing), not the
+/// call: nothing ran, and the CLI may get through with its own credentials.
+fn channel_refusal(error: &ErrorShape) -> bool {
+    let detail = error.detail_code();
+    matches!(
+        error.code.as_str(),
+        "FORBIDDEN" | "UNAUTHORIZED" | "NOT_PAIRED"
+    ) || detail == "MISSING_SCOPE"
+        || detail.starts_with("AUTH_")
 }
 
 fn describe(e: &ConnectError) -> String {

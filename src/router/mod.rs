@@ -125,8 +125,20 @@ pub async fn call(
         gateway::Attempt::Done(reply) => reply,
         gateway::Attempt::Unreachable(_) if options.via == Via::Auto => {
             // Nothing ran on the gateway: the CLI gets what is left of the time.
+            let left = options.timeout.saturating_sub(started.elapsed());
+            if left < Duration::from_millis(100) {
+                let mut reply = refuse(
+                    started,
+                    messages::timed_out(options.lang, &seconds(options.timeout)),
+                    Status::TimedOut,
+                );
+                if let Some(meta) = reply.result.meta.as_mut() {
+                    meta.timed_out = true;
+                }
+                return reply;
+            }
             let options = Options {
-                timeout: options.timeout.saturating_sub(started.elapsed()),
+                timeout: left,
                 ..options.clone()
             };
             Box::pin(through_cli(
@@ -207,11 +219,16 @@ async fn through_cli(
             env: Vec::new(),
             timeout: options.timeout,
             grace: options.grace,
-            max_output: options.max_output,
+            // The JSON answer must arrive whole to be read.
+            max_output: if structured {
+                options.max_output.max(structured::MAX_ANSWER)
+            } else {
+                options.max_output
+            },
             // Structured: openclaw's JSON alone on stdout, its diagnostics
             // apart; a whole answer from a process that hangs is enough.
             split_stderr: structured,
-            stop_after_json: structured,
+            stop_after_json: structured.then_some(structured::is_answer as fn(&[u8]) -> bool),
         };
         let outcome = runner::run(&spec, async {
             interrupt = Some(cancel.as_mut().await);

@@ -127,8 +127,29 @@ pub fn without_answer(status: &str, kind: &str, content: String) -> Cleaned {
     }
 }
 
-/// The first JSON object in `text` that opens a line (openclaw may print
-/// log lines before it).
+/// The most of openclaw's `--json` answer kept (OpenClaw caps a message at
+/// 4 MiB; an answer with its metadata fits with room to spare).
+pub const MAX_ANSWER: usize = 64 << 20;
+
+/// Whether a JSON object is one of OpenClaw's answers rather than, say, a
+/// JSON log record: it has `result` or `payloads` or `runId`, or is the
+/// error envelope.
+fn answer_shaped(value: &Value) -> bool {
+    let has = |k: &str| value.get(k).is_some();
+    value.is_object()
+        && (has("result")
+            || has("payloads")
+            || has("runId")
+            || (value.get("ok") == Some(&Value::Bool(false)) && has("error")))
+}
+
+/// [`answer_shaped`] on raw bytes (the runner's early stop).
+pub fn is_answer(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(bytes).is_ok_and(|v| answer_shaped(&v))
+}
+
+/// The first of OpenClaw's answers in `text`, a JSON object that opens a
+/// line (openclaw may print log lines, JSON ones too, before it).
 pub fn find_json(text: &str) -> Option<Value> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -138,7 +159,7 @@ pub fn find_json(text: &str) -> Option<Value> {
             let parsed = serde_json::Deserializer::from_str(&text[start..])
                 .into_iter::<Value>()
                 .next();
-            if let Some(Ok(value @ Value::Object(_))) = parsed {
+            if let Some(Ok(value)) = parsed.filter(|p| p.as_ref().is_ok_and(answer_shaped)) {
                 return Some(value);
             }
         }
@@ -247,8 +268,10 @@ mod tests {
     #[test]
     fn json_is_found_after_noise() {
         assert_eq!(
-            find_json("log line {x}\n{broken\n{\"a\": {\"b\": \"}\"}}\ntrailing"),
-            Some(json!({"a": {"b": "}"}}))
+            find_json(
+                "log line {x}\n{broken\n{\"level\": \"info\"}\n{\"runId\": {\"b\": \"}\"}}\ntrailing"
+            ),
+            Some(json!({"runId": {"b": "}"}}))
         );
         assert_eq!(find_json("no json here"), None);
         assert_eq!(find_json("{\"unterminated\": "), None);

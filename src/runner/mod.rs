@@ -80,10 +80,11 @@ pub struct Spec {
     /// Capture stderr apart from stdout (for callers whose protocol reports
     /// them separately). Off, both share one pipe and keep their order.
     pub split_stderr: bool,
-    /// Stop the tree once stdout holds one complete JSON value and the
-    /// process has not exited within a moment (OpenClaw's `--json` output
-    /// sometimes arrives whole from a process that then never exits).
-    pub stop_after_json: bool,
+    /// Stop the tree once stdout holds a complete JSON object that this
+    /// accepts (given the object's bytes) and the process has not exited
+    /// within a moment: OpenClaw's `--json` answer sometimes arrives whole
+    /// from a process that then never exits.
+    pub stop_after_json: Option<fn(&[u8]) -> bool>,
 }
 
 /// Why the run ended.
@@ -174,13 +175,15 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     // from here on only the child's tree holds them, so EOF means they are
     // done.
     let mut tree = platform::Tree::spawn(cmd, tag).map_err(spawn_error)?;
-    let json_done = spec.stop_after_json.then(|| Arc::new(Notify::new()));
+    let json_done = spec
+        .stop_after_json
+        .map(|accept| (accept, Arc::new(Notify::new())));
     let mut pump = Pump::start(readers, spec.max_output, json_done.clone());
 
     tokio::pin!(cancel);
     let json_complete = async {
         match &json_done {
-            Some(done) => done.notified().await,
+            Some((_, done)) => done.notified().await,
             None => std::future::pending().await,
         }
     };
@@ -249,28 +252,44 @@ async fn stop_tree(
 
 /// Reads each pipe in a task of its own, so the wait for the child and the
 /// wait for EOF can each be bounded separately.
-/// Finds where the first JSON object in a byte stream ends, chunk by
-/// chunk, without parsing it: depth, strings and escapes only. The object
-/// must open a line (`{` as the line's first non-blank byte), so a log line
-/// before it — `[openclaw] …`, `… {x}` — is skipped.
+/// Finds, chunk by chunk, the end of the first JSON object in a byte
+/// stream that `accept` takes: depth, strings and escapes only until an
+/// object closes, then `accept` judges its bytes. An object must open a
+/// line (`{` as the line's first non-blank byte), so `[openclaw] …` or
+/// `… {x}` log lines are skipped, and a whole-line JSON log record that
+/// `accept` refuses is skipped too.
 #[derive(Debug)]
 pub struct JsonEnd {
+    accept: fn(&[u8]) -> bool,
     depth: usize,
     started: bool,
     /// Only blanks so far on the current line (before the object).
     line_start: bool,
     in_string: bool,
     escaped: bool,
+    /// The candidate object's bytes (none kept beyond `MAX_JSON`: such an
+    /// object is never taken for the answer, the process's exit is).
+    object: Vec<u8>,
+    too_big: bool,
 }
 
-impl Default for JsonEnd {
-    fn default() -> Self {
+/// What accepts a JSON answer, and whom to tell when one is complete.
+type JsonWatch = (fn(&[u8]) -> bool, Arc<Notify>);
+
+/// The largest object `JsonEnd` judges.
+const MAX_JSON: usize = 64 << 20;
+
+impl JsonEnd {
+    pub fn new(accept: fn(&[u8]) -> bool) -> Self {
         Self {
+            accept,
             depth: 0,
             started: false,
             line_start: true,
             in_string: false,
             escaped: false,
+            object: Vec::new(),
+            too_big: false,
         }
     }
 }
@@ -284,12 +303,20 @@ impl JsonEnd {
                     b'{' if self.line_start => {
                         self.started = true;
                         self.depth = 1;
+                        self.object.clear();
+                        self.object.push(b);
+                        self.too_big = false;
                     }
                     b'\n' => self.line_start = true,
                     b' ' | b'\t' | b'\r' => {}
                     _ => self.line_start = false,
                 }
                 continue;
+            }
+            if self.object.len() < MAX_JSON {
+                self.object.push(b);
+            } else {
+                self.too_big = true;
             }
             if self.in_string {
                 match (self.escaped, b) {
@@ -306,7 +333,13 @@ impl JsonEnd {
                 b'}' | b']' => {
                     self.depth -= 1;
                     if self.depth == 0 {
-                        return true;
+                        if !self.too_big && (self.accept)(&self.object) {
+                            return true;
+                        }
+                        // Not the answer: keep looking on later lines.
+                        self.started = false;
+                        self.line_start = false;
+                        self.object.clear();
                     }
                 }
                 _ => {}
@@ -328,8 +361,8 @@ struct Reader {
 
 impl Pump {
     /// `json_done`, if given, is notified once the first pipe has carried
-    /// one complete JSON value.
-    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<Arc<Notify>>) -> Self
+    /// a complete JSON object its function accepts.
+    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<JsonWatch>) -> Self
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
@@ -341,7 +374,7 @@ impl Pump {
                 let mut json = json_done
                     .clone()
                     .filter(|_| i == 0)
-                    .map(|done| (JsonEnd::default(), done));
+                    .map(|(accept, done)| (JsonEnd::new(accept), done));
                 let task = tokio::spawn(async move {
                     let mut capture = Capture::new(limit);
                     let mut buf = vec![0u8; READ_CHUNK];
@@ -442,17 +475,23 @@ mod tests {
             grace: Duration::from_millis(200),
             max_output: 1024,
             split_stderr: split,
-            stop_after_json: false,
+            stop_after_json: None,
         }
     }
 
     #[test]
     fn json_end_finds_the_end_of_the_first_value_across_chunks() {
-        let mut scanner = JsonEnd::default();
+        let any: fn(&[u8]) -> bool = |_| true;
+        let mut scanner = JsonEnd::new(any);
         assert!(!scanner.feed(b"log line {not json}\n[openclaw] [x] {y}\n"));
         assert!(!scanner.feed(b"  {\"a\": 1"));
         assert!(scanner.feed(b"}"));
-        let mut scanner = JsonEnd::default();
+        // A JSON log record the caller refuses is skipped.
+        let answer: fn(&[u8]) -> bool = |bytes| bytes.windows(6).any(|w| w == b"result");
+        let mut scanner = JsonEnd::new(answer);
+        assert!(!scanner.feed(b"{\"level\":\"info\",\"msg\":\"{}\"}\n{\"res"));
+        assert!(scanner.feed(b"ult\": 1}\n"));
+        let mut scanner = JsonEnd::new(any);
         assert!(!scanner.feed(b"noise\n{\"a\": \"}\\\"{\", "));
         assert!(!scanner.feed(b"\"b\": [1, {\"c\": 2}]"));
         assert!(scanner.feed(b"}\ntrailing"));
@@ -464,7 +503,7 @@ mod tests {
             "printf '{\"ok\": '; sleep 0.2; printf 'true}\\n'; exec sleep 30",
             true,
         );
-        spec.stop_after_json = true;
+        spec.stop_after_json = Some(|_| true);
         let started = std::time::Instant::now();
         let outcome = run_now(&spec).await;
         assert_eq!(outcome.end, End::Completed);
@@ -476,7 +515,7 @@ mod tests {
         assert_eq!(outcome.output.join(|_| String::new()), "{\"ok\": true}\n");
         // One that exits right after its JSON keeps its exit status.
         let mut spec = sh("printf '{}'; exit 3", true);
-        spec.stop_after_json = true;
+        spec.stop_after_json = Some(|_| true);
         let outcome = run_now(&spec).await;
         assert_eq!(outcome.end, End::Exited);
         assert_eq!(outcome.exit_code(), Some(3));

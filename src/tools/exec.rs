@@ -238,7 +238,7 @@ impl ExecRequest {
             grace: GRACE,
             max_output,
             split_stderr: true,
-            stop_after_json: false,
+            stop_after_json: None,
         };
         match runner::run(&spec, cancel).await {
             Ok(outcome) if outcome.end == End::Cancelled => Err(ToolError::new(

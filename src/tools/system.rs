@@ -50,7 +50,7 @@ async fn run_openclaw(
         grace: Duration::from_secs(1),
         max_output: 256 * 1024,
         split_stderr: false,
-        stop_after_json: false,
+        stop_after_json: None,
     };
     runner::run(&spec, std::future::pending()).await.ok()
 }

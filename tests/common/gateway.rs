@@ -9,7 +9,8 @@
 //! `chat.abort` / `sessions.abort` (owner only), `agent.wait`, and the
 //! idempotency-key dedupe (`in_flight`, then the cached answer). Messages
 //! steer the fake model: `[[delay:SECS]]`, `[[fail]]`, `[[drop]]` (drop
-//! the owner's connection mid-turn), `[[invoke:COMMAND JSON]]` (call the
+//! the owner's connection mid-turn), `[[drop-early]]` (drop it before the
+//! acceptance), `[[invoke:COMMAND JSON]]` (call the
 //! node and report its answer), `[[rewrite]]`.
 //!
 //! The `v3` signature check is written here independently of the node's
@@ -649,7 +650,8 @@ async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
                 Some(Ok(Message::Text(text))) => {
                     let Ok(frame) = serde_json::from_str::<Value>(&text) else { continue };
                     if operator {
-                        operator_request(&frame, &hub, conn_id, &answers_tx);
+                        let admin = params["scopes"].as_array().is_some_and(|s| s.iter().any(|s| s == "operator.admin"));
+                        operator_request(&frame, &hub, conn_id, admin, &answers_tx);
                         continue;
                     }
                     let answer = handle_request(&frame, &state, &results);
@@ -714,6 +716,7 @@ fn operator_request(
     frame: &Value,
     hub: &Hub,
     conn: u64,
+    admin: bool,
     answers: &mpsc::UnboundedSender<Outgoing>,
 ) {
     if frame["type"] != "req" {
@@ -731,7 +734,10 @@ fn operator_request(
         method @ ("chat.abort" | "sessions.abort") => {
             let mut s = hub.state.lock().unwrap();
             let answer = match s.runs.get(&run_id) {
-                Some(run) if run.owner != conn => refusal(&id, "INVALID_REQUEST", "unauthorized"),
+                // As OpenClaw: only the starting connection, or an admin.
+                Some(run) if run.owner != conn && !admin => {
+                    refusal(&id, "INVALID_REQUEST", "unauthorized")
+                }
                 Some(run) if run.done.is_none() => {
                     run.abort.notify_one();
                     s.aborts.push(json!({"method": method, "params": params}));
@@ -840,7 +846,12 @@ fn agent_request(
         },
     );
     drop(s);
-    let _ = answers.send(res(id, json!({"runId": key, "sessionKey": session_key, "agentId": agent_id, "status": "accepted", "acceptedAt": now_ms()})));
+    if message.contains("[[drop-early]]") {
+        // The run starts, but the link goes before the acceptance.
+        let _ = answers.send(Outgoing::Drop);
+    } else {
+        let _ = answers.send(res(id, json!({"runId": key, "sessionKey": session_key, "agentId": agent_id, "status": "accepted", "acceptedAt": now_ms()})));
+    }
     tokio::spawn(fake_turn(
         id.clone(),
         key,
