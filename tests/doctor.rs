@@ -241,3 +241,92 @@ async fn an_unreachable_gateway_is_said_and_retried() {
     unsafe { libc::kill(doctor.child.id() as i32, libc::SIGTERM) };
     assert_eq!(doctor.exit().await, 0);
 }
+
+/// The doctor under `script`: stdin and stderr are a terminal, so approval
+/// questions are asked there — and the same stdin carries follow-ups.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_answers_go_to_the_question_and_other_lines_to_the_agent() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let inner = shell_words::join([
+        common::ROUTER,
+        "node",
+        "--gateway",
+        &gw.url(),
+        "--token",
+        TOKEN,
+        "--state-dir",
+        dir.path().join("state").to_str().unwrap(),
+        "--workspace",
+        dir.path().join("ws").to_str().unwrap(),
+        "--doctor",
+        "--message",
+        "hello-tty",
+    ]);
+    let mut child = std::process::Command::new("script")
+        .args(["-qfec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let screen = common::collect(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let wait_screen = |needle: &str| {
+        let screen = screen.clone();
+        let needle = needle.to_owned();
+        async move {
+            let deadline = Instant::now() + LONG;
+            while !screen.lock().unwrap().contains(&needle) {
+                assert!(
+                    Instant::now() < deadline,
+                    "never shown {needle:?}; screen:\n{}",
+                    screen.lock().unwrap()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    wait_screen("hello-tty").await;
+    wait_requests(&gw, 1).await;
+    gw.wait_hellos(1, LONG).await;
+    wait_screen("type a follow-up").await;
+    // A follow-up that makes the agent run a risky command here.
+    writeln!(
+        stdin,
+        r#"[[invoke:run_command {{"command":["echo","tty-ok"]}}]]"#
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    wait_screen("Allow [o]nce").await;
+    writeln!(stdin, "o").unwrap(); // the answer, not a message
+    stdin.flush().unwrap();
+    wait_screen("tty-ok\\n").await; // in the node's result, JSON-escaped
+    wait_screen("run_command → ok (allowed:user-once)").await;
+    writeln!(stdin, "and now a question").unwrap();
+    stdin.flush().unwrap();
+    wait_screen("ECHO: and now a question").await;
+    // The third turn is over once its follow-up hint is shown.
+    let deadline = Instant::now() + LONG;
+    while screen.lock().unwrap().matches("type a follow-up").count() < 3 {
+        assert!(Instant::now() < deadline, "{}", screen.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let shown = screen
+        .lock()
+        .unwrap()
+        .matches("ECHO: and now a question")
+        .count();
+    assert_eq!(shown, 1, "the streamed reply is not printed again");
+    let messages: Vec<String> = gw
+        .agent_requests()
+        .iter()
+        .map(|r| r["message"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages[1].starts_with("[[invoke:run_command"));
+    assert_eq!(messages[2], "and now a question");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -129,7 +129,7 @@ impl Tools {
     }
 
     /// Runs one invocation; the result, and how the policy decided (for
-    /// the node's log: `allowed:safe`, `allowed:asked-once`, `refused:...`).
+    /// the node's log: `allowed:safe`, `allowed:user-once`, `refused:...`).
     pub async fn invoke(
         self: &Arc<Self>,
         inv: Invocation<'_>,

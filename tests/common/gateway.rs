@@ -100,7 +100,7 @@ pub struct FakeGateway {
     to_node: broadcast::Sender<Outgoing>,
     results: broadcast::Sender<Value>,
     /// Run events, for every operator.
-    to_operators: broadcast::Sender<String>,
+    to_operators: broadcast::Sender<(Option<u64>, String)>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -454,7 +454,7 @@ struct Hub {
     state: Arc<Mutex<State>>,
     to_node: broadcast::Sender<Outgoing>,
     results: broadcast::Sender<Value>,
-    to_operators: broadcast::Sender<String>,
+    to_operators: broadcast::Sender<(Option<u64>, String)>,
 }
 
 async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
@@ -630,8 +630,12 @@ async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
                 let frame = json!({"type": "event", "event": "tick", "payload": {"ts": now_ms()}, "seq": seq});
                 if tx.send(Message::text(frame.to_string())).await.is_err() { return; }
             }
+            // Run events go to every operator; a run's final answer, on the
+            // same channel so it never overtakes them, to its owner only.
             event = run_events.recv(), if operator => match event {
-                Ok(text) => { if tx.send(Message::text(text)).await.is_err() { return; } }
+                Ok((None, text)) => { if tx.send(Message::text(text)).await.is_err() { return; } }
+                Ok((Some(to), text)) if to == conn_id => { if tx.send(Message::text(text)).await.is_err() { return; } }
+                Ok(_) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
                 Err(_) => {}
             },
@@ -858,7 +862,7 @@ fn agent_request(
         session_key,
         message,
         hub.clone(),
-        answers.clone(),
+        (answers.clone(), conn),
         abort,
     ));
 }
@@ -876,7 +880,7 @@ async fn fake_turn(
     session_key: String,
     message: String,
     hub: Hub,
-    owner: mpsc::UnboundedSender<Outgoing>,
+    (owner, owner_conn): (mpsc::UnboundedSender<Outgoing>, u64),
     abort: Arc<tokio::sync::Notify>,
 ) {
     let seq = std::sync::atomic::AtomicU64::new(0);
@@ -885,9 +889,10 @@ async fn fake_turn(
         payload["runId"] = json!(run_id);
         payload["sessionKey"] = json!(session_key);
         let n = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let _ = hub.to_operators.send(
+        let _ = hub.to_operators.send((
+            None,
             json!({"type": "event", "event": event, "payload": payload, "seq": n}).to_string(),
-        );
+        ));
     };
     let finish = |payload: Value, aborted: bool| {
         let mut s = hub.state.lock().unwrap();
@@ -896,7 +901,10 @@ async fn fake_turn(
             run.aborted = aborted;
         }
         drop(s);
-        let _ = owner.send(res(&id, payload));
+        let answer = json!({"type": "res", "id": id, "ok": true, "payload": payload});
+        let _ = hub
+            .to_operators
+            .send((Some(owner_conn), answer.to_string()));
     };
     event(
         "agent",
@@ -981,7 +989,7 @@ async fn fake_turn(
             run.done = Some(json!({"runId": run_id, "status": "error"}));
         }
         drop(s);
-        let _ = owner.send(Outgoing::Text(json!({"type": "res", "id": id, "ok": false,
+        let _ = hub.to_operators.send((Some(owner_conn), json!({"type": "res", "id": id, "ok": false,
             "payload": {"runId": run_id, "status": "error", "summary": "LLM request failed"},
             "error": {"code": "UNAVAILABLE", "message": "LLM request failed: provider rejected the request schema or tool payload."}}).to_string()));
         return;
