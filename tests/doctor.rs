@@ -249,7 +249,7 @@ async fn on_a_terminal_answers_go_to_the_question_and_other_lines_to_the_agent()
     let gw = FakeGateway::start(Config::default()).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-    let inner = shell_words::join([
+    let (mut child, screen) = common::under_terminal(&[
         common::ROUTER,
         "node",
         "--gateway",
@@ -264,14 +264,6 @@ async fn on_a_terminal_answers_go_to_the_question_and_other_lines_to_the_agent()
         "--message",
         "hello-tty",
     ]);
-    let mut child = std::process::Command::new("script")
-        .args(["-qfec", &inner, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let screen = common::collect(child.stdout.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
     let wait_screen = |needle: &str| {
         let screen = screen.clone();

@@ -719,7 +719,7 @@ impl TtyNode {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         let state = dir.path().join("state");
-        let inner = shell_words::join([
+        let (child, screen) = common::under_terminal(&[
             common::ROUTER,
             "node",
             "--gateway",
@@ -731,14 +731,6 @@ impl TtyNode {
             "--workspace",
             dir.path().join("ws").to_str().unwrap(),
         ]);
-        let mut child = std::process::Command::new("script")
-            .args(["-qfec", &inner, "/dev/null"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let screen = common::collect(child.stdout.take().unwrap());
         TtyNode {
             child,
             screen,

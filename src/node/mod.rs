@@ -550,11 +550,14 @@ impl Node {
                 short(&request.id),
                 request.command
             ));
-            send_result(
-                &outbox,
-                result_frame(request.id.clone(), node_id, outcome),
-                max_payload,
-            );
+            // Serialising and fitting a result of megabytes is CPU work:
+            // off the runtime thread, so signals and other invocations are
+            // never kept waiting behind it.
+            let id = request.id.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                send_result(&outbox, result_frame(id, node_id, outcome), max_payload);
+            })
+            .await;
             let _ = done.send(request.id);
         });
     }

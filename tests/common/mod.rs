@@ -151,6 +151,20 @@ pub fn collect(
     text
 }
 
+/// Starts `argv` under `script`, so its stdin and stderr are a terminal:
+/// the child (write its stdin) and what the terminal shows.
+pub fn under_terminal(argv: &[&str]) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    let mut child = Command::new("script")
+        .args(["-qfec", &shell_words::join(argv), "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn script");
+    let screen = collect(child.stdout.take().expect("piped"));
+    (child, screen)
+}
+
 /// A temporary directory that lives as long as the value.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
