@@ -480,7 +480,7 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
             };
             match frame {
                 Ok(Some(Frame::Res(res))) if res.id == id => return Ok(res),
-                Ok(Some(Frame::Event(event))) => self.follow(&event),
+                Ok(Some(Frame::Event(event))) => self.on_event(&event),
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(self.lost("the gateway closed the connection")),
                 Err(_) => {
@@ -584,7 +584,7 @@ impl<'a, P: FnMut(Progress)> Run<'a, P> {
     }
 
     /// Turns one event into progress, if it belongs to this run.
-    fn follow(&mut self, event: &Event) {
+    fn on_event(&mut self, event: &Event) {
         let payload = &event.payload;
         if payload.get("runId").and_then(Value::as_str) != Some(self.run_id()) {
             return; // events are broadcast to every operator
