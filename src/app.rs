@@ -164,13 +164,20 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         return 2;
     }
     let lang = lang_from_words(&words);
-    let detail = e.render().to_string();
-    let detail = detail
-        .lines()
-        .find(|l| l.starts_with("error:"))
-        .map(|l| l.trim_start_matches("error:").trim().to_owned())
-        .unwrap_or(detail);
-    let content = RequestError::CommandLine(detail).content(lang);
+    let content = match own_value_problem(&e, lang) {
+        // A numeric flag of ours: our sentence, in the caller's language.
+        Some(problem) => crate::router::messages::invalid_arguments(lang, &problem),
+        // Anything else is clap's (English) text, quoted as such.
+        None => {
+            let detail = e.render().to_string();
+            let detail = detail
+                .lines()
+                .find(|l| l.starts_with("error:"))
+                .map(|l| l.trim_start_matches("error:").trim().to_owned())
+                .unwrap_or(detail);
+            RequestError::CommandLine(detail).content(lang)
+        }
+    };
     let mut reply = router::not_started(content, Status::InvalidInput);
     if !words.iter().any(|w| w == "--meta") {
         reply.result.meta = None;
@@ -181,6 +188,22 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
     } else {
         0
     }
+}
+
+/// Our own explanation of a value clap's parser refused (`--grace -1`).
+fn own_value_problem(e: &clap::Error, lang: Lang) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg)?;
+    let value = text(ContextKind::InvalidValue)?;
+    let flag = arg.split([' ', '=']).next().unwrap_or(&arg);
+    crate::cli::explain_value(flag, &value, lang)
 }
 
 /// `--lang` as far as it can be read from a command line clap refused.

@@ -138,11 +138,11 @@ pub struct CallOptions {
     pub to: Option<String>,
 
     /// Seconds before the openclaw process tree is stopped.
-    #[arg(long, value_name = "SECS", env = "CLAWBOT_ROUTER_TIMEOUT", default_value = "60", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", env = "CLAWBOT_ROUTER_TIMEOUT", default_value = "60", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Duration,
 
     /// Seconds between SIGTERM and SIGKILL when stopping the tree.
-    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_grace)]
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_grace, allow_negative_numbers = true)]
     pub grace: Duration,
 
     /// The openclaw command, split like a shell would (e.g. `npx openclaw`).
@@ -158,7 +158,7 @@ pub struct CallOptions {
     pub wsl_distro: Option<String>,
 
     /// Bytes of output kept; the middle of longer output is dropped (K/M suffixes).
-    #[arg(long, value_name = "BYTES", default_value = "256K", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", default_value = "256K", value_parser = parse_size, allow_negative_numbers = true)]
     pub max_output: usize,
 
     /// Language of the router's own messages.
@@ -207,40 +207,64 @@ pub struct GatewayArgs {
 
 const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
 const MAX_GRACE_SECS: f64 = 300.0;
+const MAX_SIZE: usize = 1 << 30;
 
-fn parse_seconds(text: &str, min_exclusive: bool, max: f64) -> Result<Duration, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    let too_small = if min_exclusive {
-        secs <= 0.0
-    } else {
-        secs < 0.0
-    };
+/// Why a flag's value was refused, in words for either language (clap
+/// carries the English; the router's JSON speaks the caller's language).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueProblem {
+    NotSeconds,
+    SecondsOutOfRange { above_zero: bool, max: f64 },
+    UnknownUnit,
+    NotBytes,
+    TooLarge,
+}
+
+impl ValueProblem {
+    pub fn describe(&self, text: &str, lang: Lang) -> String {
+        use ValueProblem::*;
+        match (self, lang) {
+            (NotSeconds, Lang::En) => format!("`{text}` is not a number of seconds"),
+            (NotSeconds, Lang::Zh) => format!("“{text}”不是秒数"),
+            (SecondsOutOfRange { above_zero, max }, Lang::En) => {
+                let low = if *above_zero { "above 0" } else { "0 or more" };
+                format!("`{text}` must be {low} and at most {max} seconds")
+            }
+            (SecondsOutOfRange { above_zero, max }, Lang::Zh) => {
+                let low = if *above_zero {
+                    "大于 0"
+                } else {
+                    "不小于 0"
+                };
+                format!("“{text}”必须{low} 且不超过 {max} 秒")
+            }
+            (UnknownUnit, Lang::En) => {
+                format!("`{text}`: unknown size unit (use a byte count, K or M)")
+            }
+            (UnknownUnit, Lang::Zh) => format!("“{text}”的单位无法识别（请用字节数、K 或 M）"),
+            (NotBytes, Lang::En) => format!("`{text}` is not a byte count"),
+            (NotBytes, Lang::Zh) => format!("“{text}”不是字节数"),
+            (TooLarge, Lang::En) => format!("`{text}` is larger than 1 GiB"),
+            (TooLarge, Lang::Zh) => format!("“{text}”超过 1 GiB"),
+        }
+    }
+}
+
+fn seconds(text: &str, above_zero: bool, max: f64) -> Result<Duration, ValueProblem> {
+    let secs: f64 = text.trim().parse().map_err(|_| ValueProblem::NotSeconds)?;
+    let too_small = if above_zero { secs <= 0.0 } else { secs < 0.0 };
     if !secs.is_finite() || too_small || secs > max {
-        let low = if min_exclusive {
-            "above 0"
-        } else {
-            "0 or more"
-        };
-        return Err(format!("`{text}` must be {low} and at most {max} seconds"));
+        return Err(ValueProblem::SecondsOutOfRange { above_zero, max });
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
-pub fn parse_timeout(text: &str) -> Result<Duration, String> {
-    parse_seconds(text, true, MAX_TIMEOUT_SECS)
-}
-
-pub fn parse_grace(text: &str) -> Result<Duration, String> {
-    parse_seconds(text, false, MAX_GRACE_SECS)
-}
-
 /// `262144`, `256K`, `256KiB`, `1M`, `1MiB` (powers of 1024).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
+fn size(text: &str) -> Result<usize, ValueProblem> {
+    let lower = text.trim().to_ascii_lowercase();
+    if lower.starts_with('-') {
+        return Err(ValueProblem::NotBytes);
+    }
     let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => lower.split_at(i),
         None => (lower.as_str(), ""),
@@ -249,18 +273,44 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1024,
         "m" | "mb" | "mib" => 1024 * 1024,
-        _ => {
-            return Err(format!(
-                "`{text}`: unknown size unit (use a byte count, K or M)"
-            ));
-        }
+        _ => return Err(ValueProblem::UnknownUnit),
     };
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a byte count"))?;
+    let n: usize = digits.parse().map_err(|_| ValueProblem::NotBytes)?;
     n.checked_mul(multiplier)
-        .filter(|n| *n <= 1 << 30)
-        .ok_or_else(|| format!("`{text}` is larger than 1 GiB"))
+        .filter(|n| *n <= MAX_SIZE)
+        .ok_or(ValueProblem::TooLarge)
+}
+
+fn english<T>(text: &str, parsed: Result<T, ValueProblem>) -> Result<T, String> {
+    parsed.map_err(|p| p.describe(text, Lang::En))
+}
+
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    english(text, seconds(text, true, MAX_TIMEOUT_SECS))
+}
+
+pub fn parse_grace(text: &str) -> Result<Duration, String> {
+    english(text, seconds(text, false, MAX_GRACE_SECS))
+}
+
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    english(text, size(text))
+}
+
+/// The router's own sentence for a numeric flag clap refused (`--grace -1`),
+/// in `lang`; `None` for flags that are not ours to explain.
+pub fn explain_value(flag: &str, text: &str, lang: Lang) -> Option<String> {
+    let problem = match flag {
+        "--timeout" => seconds(text, true, MAX_TIMEOUT_SECS).err(),
+        "--grace" => seconds(text, false, MAX_GRACE_SECS).err(),
+        "--max-output" => size(text).err(),
+        _ => None,
+    }?;
+    let reason = problem.describe(text, lang);
+    Some(match lang {
+        Lang::En => format!("invalid value for {flag}: {reason}"),
+        Lang::Zh => format!("{flag} 的值无效：{reason}"),
+    })
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ fn args_json_that_is_not_an_object_is_refused() {
     let run = run(router_with("reply", &[]).args(["--args-json", r#"["hi"]"#]));
     assert_eq!(
         run.content(),
-        "[clawbot_router] 参数无效：参数必须是 JSON 对象，收到的是 an array。未调用 OpenClaw。"
+        "[clawbot_router] 参数无效：参数必须是 JSON 对象，收到的是数组。未调用 OpenClaw。"
     );
 }
 
@@ -110,10 +110,46 @@ fn bad_flags_still_answer_with_the_json_object() {
     assert_eq!(run.code, Some(2));
     let content = run.content();
     assert!(
-        content.starts_with("[clawbot_router] 参数无效：命令行参数有误："),
+        content.starts_with("[clawbot_router] 参数无效：--timeout 的值无效："),
         "{content}"
     );
     assert!(content.contains("--timeout"), "{content}");
+}
+
+#[test]
+fn negative_numbers_are_refused_as_values_in_the_callers_language() {
+    let out = run(router().args(["--grace", "-1", "-m", "hi", "--exit-code"]));
+    assert_eq!(out.code, Some(2));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] 参数无效：--grace 的值无效：“-1”必须不小于 0 且不超过 300 秒。未调用 OpenClaw。"
+    );
+    let out = run(router().args(["--timeout", "-5", "-m", "hi", "--lang", "en"]));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] Invalid arguments: invalid value for --timeout: `-5` must be above 0 and at most 604800 seconds. OpenClaw was not called."
+    );
+    let out = run(router().args(["--max-output", "-1", "-m", "hi", "--lang", "en"]));
+    assert!(
+        out.content()
+            .contains("invalid value for --max-output: `-1` is not a byte count"),
+        "{}",
+        out.content()
+    );
+}
+
+#[test]
+fn clap_s_own_english_is_quoted_as_such_in_chinese() {
+    let out = run(router().args(["--bogus", "-m", "hi"]));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] 参数无效：命令行参数有误（命令行解析器原文：“unexpected argument '--bogus' found”）。未调用 OpenClaw。"
+    );
+    let out = run(router().args(["--args-json", r#"{"message": 5}"#]));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] 参数无效：字段 message 必须是字符串，收到的是数字。未调用 OpenClaw。"
+    );
 }
 
 // ---- 2. The command (§3.3) ------------------------------------------------
@@ -347,12 +383,14 @@ fn missing_wsl_is_a_spawn_failure() {
         "--lang",
         "en",
         "--exit-code",
+        "--meta",
     ]));
     assert_eq!(run.code, Some(127));
     assert_eq!(
         run.content(),
         "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: wsl.exe not found; WSL does not seem to be installed)."
     );
+    assert_eq!(run.meta()["via"], "cli", "meta says which path failed");
 }
 
 // ---- 4. Output (§3.4) -----------------------------------------------------

@@ -138,6 +138,36 @@ async fn the_timeout_aborts_the_run_on_the_gateway_and_keeps_the_partial_text() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn items_without_text_add_nothing_so_a_timeout_reads_as_on_the_cli_path() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let message = "[[empty-items:8]] [[delay:30]] failing model";
+    let run = call(gateway_call(&gw, &["--timeout", "1", "-m", message])).await;
+    let sentence = "[clawbot_router] The remote clawBot timed out (not finished after 1 seconds); this result was aborted.";
+    assert_eq!(
+        run.content(),
+        sentence,
+        "no empty lines before the sentence"
+    );
+    assert_eq!(run.code, Some(124));
+    // The CLI path, for the same silent run, says exactly the same.
+    let mut cli = router();
+    // openclaw agent prints nothing while it waits.
+    cli.env("OPENCLAW_BIN", "sh -c 'exec sleep 30'");
+    cli.args([
+        "--timeout",
+        "1",
+        "--lang",
+        "en",
+        "--exit-code",
+        "-m",
+        message,
+    ]);
+    let cli = call(cli).await;
+    assert_eq!(cli.content(), run.content());
+    assert_eq!(cli.code, run.code);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_signal_aborts_the_run_and_still_prints_the_json() {
     let gw = FakeGateway::start(Config::default()).await;
     let mut cmd = gateway_call(&gw, &["-m", "[[delay:30]] slow"]);
@@ -208,7 +238,9 @@ async fn an_unreachable_gateway_is_a_clear_error_under_via_gateway() {
         )) && content.ends_with("; the remote agent was not called."),
         "{content}"
     );
-    assert_eq!(run.code, Some(127));
+    // What `openclaw agent` exits with for an unreachable gateway.
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.meta()["via"], "gateway");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -223,13 +255,48 @@ async fn a_wrong_token_is_reported_with_the_gateways_reason() {
         "--token",
         "wrong",
     ])
-    .args(["--lang", "en", "-m", "hi"]);
+    .args(["--lang", "en", "-m", "hi", "--exit-code"]);
     let run = call(cmd).await;
-    assert!(
-        run.content().contains("AUTH_TOKEN_MISMATCH"),
-        "{}",
-        run.content()
+    let url = gw.url();
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] The OpenClaw gateway at {url} refused the connection (AUTH_TOKEN_MISMATCH: unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device); the gateway does not accept this token: check --token / OPENCLAW_GATEWAY_TOKEN against the gateway's gateway.auth.token); the remote agent was not called."
+        )
     );
+    // A gateway that refuses us is a failure of the call (as `openclaw
+    // agent` exits 1 for it), not "could not start" (127).
+    assert_eq!(run.code, Some(1));
+    assert!(gw.agent_requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_token_is_named_with_the_flag_and_the_variable_in_both_languages() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let url = gw.url();
+    for (lang, expected) in [
+        (
+            "en",
+            format!(
+                "[clawbot_router] The OpenClaw gateway at {url} refused the connection (DEVICE_IDENTITY_REQUIRED: device identity required; no gateway token was given: pass the gateway's gateway.auth.token with --token or OPENCLAW_GATEWAY_TOKEN); the remote agent was not called."
+            ),
+        ),
+        (
+            "zh",
+            format!(
+                "[clawbot_router] OpenClaw 网关 {url} 拒绝了连接（网关原文：“DEVICE_IDENTITY_REQUIRED: device identity required”；没有提供网关令牌：请用 --token 或环境变量 OPENCLAW_GATEWAY_TOKEN 给出网关的 gateway.auth.token），未调用远程 Agent。"
+            ),
+        ),
+    ] {
+        let mut cmd = router();
+        cmd.env_remove("OPENCLAW_GATEWAY_TOKEN")
+            .args(["--via", "gateway", "--gateway", &url, "--lang", lang])
+            .args(["-m", "hi", "--exit-code", "--meta"]);
+        let run = call(cmd).await;
+        assert_eq!(run.content(), expected);
+        assert_eq!(run.code, Some(1));
+        assert_eq!(run.meta()["via"], "gateway");
+    }
     assert!(gw.agent_requests().is_empty());
 }
 

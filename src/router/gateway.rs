@@ -31,8 +31,27 @@ const RECONNECT_PAUSES: [Duration; 3] = [
 
 pub enum Attempt {
     Done(Reply),
-    /// Nothing reached the gateway; why (for the message, or the fallback).
-    Unreachable(String),
+    /// Nothing ran on the gateway (for the message, or the fallback).
+    NotReached(NotReached),
+}
+
+/// Why a call never reached an agent on the gateway.
+pub struct NotReached {
+    pub why: String,
+    /// The gateway answered and refused us (rather than not answering).
+    pub refused: bool,
+    /// What the user should change about the token, when that is the cause.
+    pub token: Option<messages::TokenProblem>,
+}
+
+impl NotReached {
+    fn unreachable(why: String) -> Attempt {
+        Attempt::NotReached(NotReached {
+            why,
+            refused: false,
+            token: None,
+        })
+    }
 }
 
 pub async fn call(
@@ -59,7 +78,7 @@ pub async fn call(
     let mut conn = tokio::select! {
         conn = connecting => match conn {
             Ok(conn) => conn,
-            Err(e) => return Attempt::Unreachable(describe(&e)),
+            Err(e) => return Attempt::NotReached(not_reached(&e, token.is_some())),
         },
         signal = cancel.as_mut() => {
             let mut content = String::new();
@@ -67,7 +86,7 @@ pub async fn call(
             return Attempt::Done(reply(content, Status::Interrupted(signal.number), started, None, false));
         }
         _ = tokio::time::sleep_until(deadline.into()) => {
-            return Attempt::Unreachable(format!("no answer within {}s", seconds(options.timeout)));
+            return NotReached::unreachable(format!("no answer within {}s", seconds(options.timeout)));
         }
     };
     let (agent_id, to) = match route {
@@ -174,7 +193,11 @@ pub async fn call(
         }
         TurnEnd::Refused { error, accepted } => {
             if !accepted && !resent && options.via == Via::Auto && channel_refusal(&error) {
-                return Attempt::Unreachable(format!("{}: {}", error.code, error.message));
+                return Attempt::NotReached(NotReached {
+                    why: format!("{}: {}", error.code, error.message),
+                    refused: true,
+                    token: None,
+                });
             }
             // As `openclaw agent` prints it on stderr.
             let cleaned = structured.then(|| {
@@ -236,7 +259,7 @@ pub async fn call(
         }
         TurnEnd::Lost {
             sent: false, why, ..
-        } => Attempt::Unreachable(why),
+        } => NotReached::unreachable(why),
         TurnEnd::Lost { why, seen, .. } => {
             let mut content = seen.text();
             let sentence = messages::gateway_lost(lang, &why);
@@ -259,10 +282,30 @@ fn channel_refusal(error: &ErrorShape) -> bool {
         || detail.starts_with("AUTH_")
 }
 
-fn describe(e: &ConnectError) -> String {
-    match e {
-        ConnectError::Rejected(error) => format!("{}: {}", error.detail_code(), error.message),
-        other => other.to_string(),
+fn not_reached(e: &ConnectError, token_given: bool) -> NotReached {
+    let ConnectError::Rejected(error) = e else {
+        return NotReached {
+            why: e.to_string(),
+            refused: false,
+            token: None,
+        };
+    };
+    let code = error.detail_code();
+    let token = match code {
+        // Without a token OpenClaw wants a device identity instead (and
+        // says only that): the token is what the user can give.
+        "AUTH_TOKEN_MISSING" | "AUTH_REQUIRED" | "DEVICE_IDENTITY_REQUIRED" if !token_given => {
+            Some(messages::TokenProblem::Missing)
+        }
+        "AUTH_TOKEN_MISMATCH" | "AUTH_UNAUTHORIZED" if token_given => {
+            Some(messages::TokenProblem::Refused)
+        }
+        _ => None,
+    };
+    NotReached {
+        why: format!("{code}: {}", error.message),
+        refused: true,
+        token,
     }
 }
 

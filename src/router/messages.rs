@@ -123,7 +123,7 @@ pub fn killed_by(lang: Lang, signal: i32) -> String {
 pub fn gateway_unreachable(lang: Lang, url: &str, reason: &dyn fmt::Display) -> String {
     match lang {
         Lang::Zh => {
-            format!("{PREFIX} 无法连接 OpenClaw 网关 {url}（{reason}），未调用远程 Agent。")
+            format!("{PREFIX} 无法连接 OpenClaw 网关 {url}（原文：“{reason}”），未调用远程 Agent。")
         }
         Lang::En => format!(
             "{PREFIX} Could not reach the OpenClaw gateway at {url} ({reason}); the remote agent was not called."
@@ -131,10 +131,48 @@ pub fn gateway_unreachable(lang: Lang, url: &str, reason: &dyn fmt::Display) -> 
     }
 }
 
+/// What is wrong with the gateway token, when that is why we were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenProblem {
+    /// None was given (OpenClaw then asks for a device identity instead).
+    Missing,
+    /// The one given was refused.
+    Refused,
+}
+
+/// `--via gateway`: the gateway answered and refused the connection.
+pub fn gateway_refused(lang: Lang, url: &str, reason: &str, token: Option<TokenProblem>) -> String {
+    let hint = match (token, lang) {
+        (Some(TokenProblem::Missing), Lang::Zh) => {
+            "；没有提供网关令牌：请用 --token 或环境变量 OPENCLAW_GATEWAY_TOKEN 给出网关的 gateway.auth.token"
+        }
+        (Some(TokenProblem::Missing), Lang::En) => {
+            "; no gateway token was given: pass the gateway's gateway.auth.token with --token or OPENCLAW_GATEWAY_TOKEN"
+        }
+        (Some(TokenProblem::Refused), Lang::Zh) => {
+            "；网关不接受这个令牌：请核对 --token / OPENCLAW_GATEWAY_TOKEN 与网关的 gateway.auth.token"
+        }
+        (Some(TokenProblem::Refused), Lang::En) => {
+            "; the gateway does not accept this token: check --token / OPENCLAW_GATEWAY_TOKEN against the gateway's gateway.auth.token"
+        }
+        (None, _) => "",
+    };
+    match lang {
+        Lang::Zh => format!(
+            "{PREFIX} OpenClaw 网关 {url} 拒绝了连接（网关原文：“{reason}”{hint}），未调用远程 Agent。"
+        ),
+        Lang::En => format!(
+            "{PREFIX} The OpenClaw gateway at {url} refused the connection ({reason}{hint}); the remote agent was not called."
+        ),
+    }
+}
+
 /// `--via gateway`: the connection ended before the answer.
 pub fn gateway_lost(lang: Lang, reason: &str) -> String {
     match lang {
-        Lang::Zh => format!("{PREFIX} 与 OpenClaw 网关的连接中断（{reason}），没有拿到本次结果。"),
+        Lang::Zh => {
+            format!("{PREFIX} 与 OpenClaw 网关的连接中断（原文：“{reason}”），没有拿到本次结果。")
+        }
         Lang::En => format!(
             "{PREFIX} The connection to the OpenClaw gateway was lost ({reason}) before the result arrived."
         ),

@@ -96,7 +96,7 @@ pub async fn call(
     let request = match request {
         Ok(request) => request,
         Err(e) => {
-            return refuse(started, e.content(options.lang), Status::InvalidInput);
+            return refuse(started, e.content(options.lang), Status::InvalidInput, None);
         }
     };
     let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
@@ -123,7 +123,7 @@ pub async fn call(
     .await
     {
         gateway::Attempt::Done(reply) => reply,
-        gateway::Attempt::Unreachable(_) if options.via == Via::Auto => {
+        gateway::Attempt::NotReached(_) if options.via == Via::Auto => {
             // Nothing ran on the gateway: the CLI gets what is left of the time.
             let left = options.timeout.saturating_sub(started.elapsed());
             if left < Duration::from_millis(100) {
@@ -131,6 +131,7 @@ pub async fn call(
                     started,
                     messages::timed_out(options.lang, &seconds(options.timeout)),
                     Status::TimedOut,
+                    Some("gateway"),
                 );
                 if let Some(meta) = reply.result.meta.as_mut() {
                     meta.timed_out = true;
@@ -150,21 +151,27 @@ pub async fn call(
             ))
             .await
         }
-        gateway::Attempt::Unreachable(reason) => refuse(
-            started,
-            messages::gateway_unreachable(options.lang, &options.gateway, &reason),
-            Status::CouldNotStart,
-        ),
+        // Refused or unreachable: what `openclaw agent` exits with for the
+        // same (1), not "could not start" — nothing was to be started.
+        gateway::Attempt::NotReached(not) => {
+            let content = if not.refused {
+                messages::gateway_refused(options.lang, &options.gateway, &not.why, not.token)
+            } else {
+                messages::gateway_unreachable(options.lang, &options.gateway, &not.why)
+            };
+            refuse(started, content, Status::Failed(1), Some("gateway"))
+        }
     }
 }
 
 /// A reply for a call that ended before reaching OpenClaw.
-fn refuse(started: Instant, content: String, status: Status) -> Reply {
+fn refuse(started: Instant, content: String, status: Status, via: Option<&'static str>) -> Reply {
     Reply {
         result: with_meta(
             content,
             Meta {
                 duration_ms: started.elapsed().as_millis() as u64,
+                via,
                 ..Meta::default()
             },
         ),
@@ -192,6 +199,7 @@ async fn through_cli(
                 started,
                 messages::spawn_failed(lang, &e),
                 Status::CouldNotStart,
+                Some("cli"),
             );
         }
     };
@@ -209,6 +217,7 @@ async fn through_cli(
                     started,
                     messages::spawn_failed(lang, &reason),
                     Status::CouldNotStart,
+                    Some("cli"),
                 );
             }
         };
@@ -247,6 +256,7 @@ async fn through_cli(
                     started,
                     messages::spawn_failed(lang, &spawn_reason(lang, &e, &launcher)),
                     Status::CouldNotStart,
+                    Some("cli"),
                 );
             }
         }
@@ -420,14 +430,14 @@ fn spawn_reason(lang: Lang, e: &SpawnError, launcher: &Launcher) -> String {
         (io::ErrorKind::PermissionDenied, Lang::En) => {
             format!("permission denied: {program} is not executable")
         }
-        (_, Lang::Zh) => format!("启动 {program} 出错：{}", e.source),
+        (_, Lang::Zh) => format!("启动 {program} 出错（系统原文：“{}”）", e.source),
         (_, Lang::En) => format!("error spawning {program}: {}", e.source),
     }
 }
 
 fn message_file_error(lang: Lang, e: &io::Error) -> String {
     match lang {
-        Lang::Zh => format!("无法写入临时消息文件：{e}"),
+        Lang::Zh => format!("无法写入临时消息文件（系统原文：“{e}”）"),
         Lang::En => format!("cannot write the temporary message file: {e}"),
     }
 }

@@ -60,12 +60,12 @@ impl RequestError {
         let zh = lang == Lang::Zh;
         let detail = match self {
             MissingMessage => return messages::missing_message(lang),
-            Json(e) if zh => format!("参数不是合法的 JSON（{e}）"),
+            Json(e) if zh => format!("参数不是合法的 JSON（解析器原文：“{e}”）"),
             Json(e) => format!("the arguments are not valid JSON ({e})"),
-            NotAnObject(kind) if zh => format!("参数必须是 JSON 对象，收到的是 {kind}"),
+            NotAnObject(kind) if zh => format!("参数必须是 JSON 对象，收到的是{}", kind_zh(kind)),
             NotAnObject(kind) => format!("the arguments must be a JSON object, got {kind}"),
             NotAString { field, found } if zh => {
-                format!("字段 {field} 必须是字符串，收到的是 {found}")
+                format!("字段 {field} 必须是字符串，收到的是{}", kind_zh(found))
             }
             NotAString { field, found } => format!("field {field} must be a string, got {found}"),
             MessageTooLong(n) if zh => format!(
@@ -74,9 +74,9 @@ impl RequestError {
             MessageTooLong(n) => format!(
                 "message is {n} bytes, over OpenClaw's limit of {MAX_MESSAGE_BYTES} bytes (4 MiB)"
             ),
-            BadAgent(why) if zh => format!("agent 名称无效（{why}）"),
+            BadAgent(why) if zh => format!("agent 名称无效（{}）", agent_problem_zh(why)),
             BadAgent(why) => format!("invalid agent name ({why})"),
-            CommandLine(e) if zh => format!("命令行参数有误：{e}"),
+            CommandLine(e) if zh => format!("命令行参数有误（命令行解析器原文：“{e}”）"),
             CommandLine(e) => format!("bad command line: {e}"),
             Stdin(problem) => problem.describe(lang),
         };
@@ -98,7 +98,7 @@ impl StdinProblem {
             (TooLarge(n), Lang::En) => format!("stdin holds more than {n} bytes"),
             (NotUtf8, Lang::Zh) => "标准输入不是 UTF-8 文本".into(),
             (NotUtf8, Lang::En) => "stdin is not UTF-8 text".into(),
-            (Unreadable(e), Lang::Zh) => format!("无法读取标准输入（{e}）"),
+            (Unreadable(e), Lang::Zh) => format!("无法读取标准输入（系统原文：“{e}”）"),
             (Unreadable(e), Lang::En) => format!("cannot read stdin ({e})"),
             (NoInput(secs), Lang::Zh) => format!("{secs} 秒内没有从标准输入读到完整的参数"),
             (NoInput(secs), Lang::En) => {
@@ -150,6 +150,26 @@ fn check_agent(name: &str) -> Result<&str, RequestError> {
         return Err(RequestError::BadAgent("contains control characters"));
     }
     Ok(name)
+}
+
+/// The Chinese for [`kind`]'s words.
+fn kind_zh(kind: &str) -> &'static str {
+    match kind {
+        "null" => " null",
+        "a boolean" => "布尔值",
+        "a number" => "数字",
+        "a string" => "字符串",
+        "an array" => "数组",
+        _ => "对象",
+    }
+}
+
+/// The Chinese for [`check_agent`]'s reasons.
+fn agent_problem_zh(why: &str) -> &'static str {
+    match why {
+        "longer than 128 characters" => "超过 128 个字符",
+        _ => "含有控制字符",
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
