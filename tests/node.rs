@@ -31,22 +31,39 @@ impl Node {
     fn start_with_env(url: &str, args: &[&str], env: &[(&str, &Path)]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let (child, stderr) = Self::spawn(dir.path(), url, args, env);
+        Node { child, stderr, dir }
+    }
+
+    /// The same node (its state and workspace) started again with `args`.
+    fn restart(&mut self, url: &str, args: &[&str]) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        (self.child, self.stderr) = Self::spawn(self.dir.path(), url, args, &[]);
+    }
+
+    fn spawn(
+        dir: &Path,
+        url: &str,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> (Child, Arc<Mutex<String>>) {
         let mut cmd = common::router();
         for (key, value) in env {
             cmd.env(key, value);
         }
         cmd.args(["node", "--gateway", url, "--display-name", "test-node"])
             .arg("--state-dir")
-            .arg(dir.path().join("state"))
+            .arg(dir.join("state"))
             .arg("--workspace")
-            .arg(dir.path().join("ws"))
+            .arg(dir.join("ws"))
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stderr = common::collect(child.stderr.take().unwrap());
-        Node { child, stderr, dir }
+        (child, stderr)
     }
 
     fn ws(&self) -> PathBuf {
@@ -325,6 +342,132 @@ async fn the_token_comes_from_the_environment() {
     assert_eq!(gw.connects()[0]["auth"]["token"], TOKEN);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_node_on_the_same_state_directory_is_refused() {
+    let (gw, first) = connected(Config::default(), &[]).await;
+    let out = tokio::task::spawn_blocking({
+        let (url, state, ws) = (gw.url(), first.state(), first.ws());
+        move || {
+            common::router()
+                .args(["node", "--gateway", &url, "--token", TOKEN])
+                .arg("--state-dir")
+                .arg(state)
+                .arg("--workspace")
+                .arg(ws)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("(pid {})", first.child.id())) && said.contains("--state-dir"),
+        "names the holder and the flag: {said}"
+    );
+    assert_eq!(gw.connects().len(), 1, "the second node never connected");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_name_given_is_the_name_the_gateway_lists() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = Node::start(&gw.url(), &["--token", TOKEN]);
+    gw.wait_hellos(1, LONG).await;
+    let id = node.device_id();
+    node.wait_stderr("the gateway lists this node as \"test-node\"", LONG)
+        .await;
+    // Paired long ago under another name (OpenClaw keeps the first).
+    node.signal(libc::SIGINT);
+    assert_eq!(node.wait_exit(LONG).await, Some(0));
+    gw.set_node_name(&id, "old-name");
+    node.restart(&gw.url(), &["--token", TOKEN]);
+    node.wait_stderr(
+        "the gateway listed this node as \"old-name\"; renamed it to \"test-node\"",
+        LONG,
+    )
+    .await;
+    assert_eq!(gw.node_name(&id).as_deref(), Some("test-node"));
+    assert_eq!(gw.renames()[0]["nodeId"], id.as_str());
+}
+
+/// A server on loopback that answers every connection with `answer`.
+fn http_server(answer: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    format!("ws://127.0.0.1:{port}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_is_not_a_gateway_is_named_and_given_up_on() {
+    let url = http_server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+    let mut node = Node::start(&url, &["--token", TOKEN]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    let said = node.stderr();
+    assert!(
+        said.contains(&format!("{url} is not an OpenClaw gateway (it answered HTTP 200 OK to the WebSocket upgrade; 3 handshakes in a row): check --gateway")),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_websocket_that_does_not_speak_openclaw_is_given_up_on() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use futures_util::SinkExt;
+                let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+                    return;
+                };
+                let _ = ws
+                    .send(tokio_tungstenite::tungstenite::Message::text(
+                        "welcome to the echo server",
+                    ))
+                    .await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    let mut node = Node::start(&url, &["--token", TOKEN]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    let said = node.stderr();
+    assert!(
+        said.contains(
+            "its first message was not OpenClaw's connect.challenge: \"welcome to the echo server\""
+        ),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_stopped_while_it_waits_to_reconnect_says_so() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut node = Node::start(&format!("ws://127.0.0.1:{port}"), &["--token", TOKEN]);
+    node.wait_stderr("reconnecting in", LONG).await;
+    node.signal(libc::SIGTERM);
+    assert_eq!(node.wait_exit(LONG).await, Some(0));
+    assert!(
+        node.stderr().trim_end().ends_with("stopped"),
+        "{}",
+        node.stderr()
+    );
 }
 
 // ---- Reconnects and shutdown ---------------------------------------------------

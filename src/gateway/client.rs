@@ -43,6 +43,24 @@ pub enum ConnectError {
     Rejected(ErrorShape),
     #[error("the gateway answered connect with something that is not hello-ok: {0}")]
     Protocol(String),
+    /// The server answered, but not as an OpenClaw gateway does.
+    #[error("this is not an OpenClaw gateway: {0}")]
+    NotGateway(String),
+}
+
+/// An OpenClaw gateway sends `connect.challenge` as soon as the WebSocket
+/// opens; a server that has not after this long is something else.
+const CHALLENGE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why [`Connection::call`] has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("{}: {}", .0.detail_code(), .0.message)]
+    Refused(ErrorShape),
+    #[error("{0}")]
+    Lost(String),
+    #[error("no answer within {0:?}")]
+    NoAnswer(Duration),
 }
 
 /// An open, authenticated connection.
@@ -75,7 +93,16 @@ async fn handshake(
     // milliseconds to a round trip.
     let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
         .await
-        .map_err(|e| ConnectError::Transport(e.to_string()))?;
+        .map_err(|e| match e {
+            // Something answered HTTP, but would not speak WebSocket.
+            tokio_tungstenite::tungstenite::Error::Http(response) => {
+                ConnectError::NotGateway(format!(
+                    "it answered HTTP {} to the WebSocket upgrade",
+                    response.status()
+                ))
+            }
+            e => ConnectError::Transport(e.to_string()),
+        })?;
     let mut conn = Connection {
         ws,
         hello: HelloOk {
@@ -86,16 +113,14 @@ async fn handshake(
         },
         counter: 0,
     };
-    let challenge = loop {
-        match conn.recv().await {
-            Some(Frame::Event(Event { event, payload, .. })) if event == "connect.challenge" => {
-                break serde_json::from_value::<Challenge>(payload)
-                    .map_err(|e| ConnectError::Protocol(format!("bad challenge: {e}")))?;
-            }
-            Some(_) => continue,
-            None => return Err(ConnectError::Closed),
-        }
-    };
+    let challenge = tokio::time::timeout(CHALLENGE_LIMIT, challenge(&mut conn.ws))
+        .await
+        .map_err(|_| {
+            ConnectError::NotGateway(format!(
+                "the WebSocket opened but no connect.challenge came within {}s",
+                CHALLENGE_LIMIT.as_secs()
+            ))
+        })??;
     let params = build(&challenge);
     let id = conn
         .request("connect", serde_json::to_value(params).expect("plain data"))
@@ -127,6 +152,34 @@ async fn handshake(
     }
 }
 
+/// The first thing an OpenClaw gateway says. Anything else first is taken
+/// as proof that the server is something else.
+async fn challenge(ws: &mut Ws) -> Result<Challenge, ConnectError> {
+    loop {
+        let text = match ws.next().await {
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(Message::Binary(_))) => {
+                return Err(ConnectError::NotGateway("it sent binary data".into()));
+            }
+            Some(Ok(Message::Close(_)) | Err(_)) | None => return Err(ConnectError::Closed),
+            Some(Ok(_)) => continue, // ping, pong
+        };
+        match serde_json::from_str::<Frame>(&text) {
+            Ok(Frame::Event(Event { event, payload, .. })) if event == "connect.challenge" => {
+                return serde_json::from_value::<Challenge>(payload)
+                    .map_err(|e| ConnectError::Protocol(format!("bad challenge: {e}")));
+            }
+            Ok(Frame::Event(_)) => continue,
+            _ => {
+                let shown: String = text.chars().take(80).collect();
+                return Err(ConnectError::NotGateway(format!(
+                    "its first message was not OpenClaw's connect.challenge: {shown:?}"
+                )));
+            }
+        }
+    }
+}
+
 impl Connection {
     /// Sends a request; its response arrives through [`Connection::recv`]
     /// with the returned id. Ids look like OpenClaw's own: `N:uuid`.
@@ -145,6 +198,45 @@ impl Connection {
         self.send_text(serde_json::to_string(&frame).expect("plain data"))
             .await?;
         Ok(id)
+    }
+
+    /// One request and its answer within `limit`: the payload, or why not
+    /// (the gateway's refusal, a dropped link, no answer in time).
+    pub async fn call(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+        limit: Duration,
+    ) -> Result<serde_json::Value, CallError> {
+        let exchange = async {
+            let id = self
+                .request(method, params)
+                .await
+                .map_err(|e| CallError::Lost(e.to_string()))?;
+            loop {
+                match self.recv().await {
+                    Some(Frame::Res(res)) if res.id == id => {
+                        return match (res.ok, res.error) {
+                            (true, _) => Ok(res.payload.unwrap_or_default()),
+                            (false, Some(error)) => Err(CallError::Refused(error)),
+                            (false, None) => Err(CallError::Refused(ErrorShape {
+                                code: "UNKNOWN".into(),
+                                message: format!("{method} failed without an error"),
+                                details: None,
+                                retryable: None,
+                            })),
+                        };
+                    }
+                    Some(_) => continue,
+                    None => {
+                        return Err(CallError::Lost("the gateway closed the connection".into()));
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(limit, exchange)
+            .await
+            .unwrap_or(Err(CallError::NoAnswer(limit)))
     }
 
     /// Sends one frame; a peer that stops reading gets `SEND_LIMIT`, then
@@ -296,10 +388,10 @@ impl Outbox {
         let _ = self.tx.try_send(Message::Close(None));
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());
         drop(self.tx);
-        if let Some(writer) = writer {
-            if tokio::time::timeout(limit, writer).await.is_err() {
-                self.dead.cancel();
-            }
+        if let Some(writer) = writer
+            && tokio::time::timeout(limit, writer).await.is_err()
+        {
+            self.dead.cancel();
         }
     }
 }

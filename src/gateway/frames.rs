@@ -394,13 +394,12 @@ mod tests {
                 }
                 let parsed: Frame = serde_json::from_value(frame.clone()).unwrap();
                 assert_ne!(parsed, Frame::Unknown, "{frame}");
-                if let Frame::Event(event) = parsed {
-                    if let NodeEvent::Other {
+                if let Frame::Event(event) = parsed
+                    && let NodeEvent::Other {
                         problem: Some(p), ..
                     } = NodeEvent::from(event)
-                    {
-                        panic!("{p}: {frame}");
-                    }
+                {
+                    panic!("{p}: {frame}");
                 }
                 count += 1;
             }

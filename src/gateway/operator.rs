@@ -37,6 +37,9 @@ pub enum Scope {
     /// a connection that resumes a run after a drop needs it (granted to
     /// `cli` clients on loopback, like `Write`).
     Admin,
+    /// Reading and renaming nodes (`node.list`, `node.rename`): what a node
+    /// needs to make the gateway show the name it was given.
+    Pairing,
 }
 
 /// Opens an operator connection.
@@ -66,10 +69,11 @@ pub async fn connect(
             token: token.map(str::to_owned),
         },
         role: "operator".into(),
-        scopes: vec![match scope {
-            Scope::Write => SCOPE.into(),
-            Scope::Admin => ADMIN_SCOPE.into(),
-        }],
+        scopes: match scope {
+            Scope::Write => vec![SCOPE.into()],
+            Scope::Admin => vec![ADMIN_SCOPE.into()],
+            Scope::Pairing => vec!["operator.read".into(), "operator.pairing".into()],
+        },
         device: None,
     })
     .await
@@ -228,7 +232,15 @@ pub struct Seen(Vec<(String, String)>);
 impl Seen {
     /// The text so far, item after item.
     pub fn text(&self) -> String {
-        let texts: Vec<&str> = self.0.iter().map(|(_, t)| t.as_str()).collect();
+        // Items with no text (a model that failed and was retried opens
+        // one per attempt) say nothing: as `openclaw agent` prints nothing
+        // for them, they add no empty lines either.
+        let texts: Vec<&str> = self
+            .0
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .filter(|t| !t.trim().is_empty())
+            .collect();
         texts.join("\n\n")
     }
 }
@@ -280,29 +292,15 @@ pub async fn turn(
 /// `openclaw agent` looks it up before a `--to` turn; `None` when the
 /// gateway does not say within a few seconds.
 pub async fn default_agent(conn: &mut Connection) -> Option<String> {
-    let id = conn
-        .request("agents.list", serde_json::json!({}))
+    let payload = conn
+        .call("agents.list", serde_json::json!({}), ABORT_WAIT * 2)
         .await
         .ok()?;
-    let wait = async {
-        loop {
-            match conn.recv().await? {
-                Frame::Res(res) if res.id == id => {
-                    let payload = res.payload.filter(|_| res.ok)?;
-                    return payload
-                        .get("defaultId")
-                        .and_then(Value::as_str)
-                        .filter(|id| !id.is_empty())
-                        .map(str::to_owned);
-                }
-                _ => {}
-            }
-        }
-    };
-    tokio::time::timeout(ABORT_WAIT * 2, wait)
-        .await
-        .ok()
-        .flatten()
+    payload
+        .get("defaultId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
 }
 
 /// Follows a run that was accepted on a connection since lost: waits for

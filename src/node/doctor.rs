@@ -52,7 +52,10 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
         return 1;
     };
     let out = Stdout::start();
-    say("doctor: collecting the diagnostic context");
+    say(
+        "doctor: collecting the diagnostic context (openclaw --version, its config, `openclaw config validate`, recent log errors; a few seconds)",
+    );
+    let collecting_since = std::time::Instant::now();
     // The installation a doctor is run on may hang: Ctrl-C must not wait
     // for it (dropping the collection stops its openclaw processes).
     let collecting = crate::tools::system::doctor_context(&options.instance_id, &options.question);
@@ -60,6 +63,11 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
         context = collecting => context,
         _ = stop.cancelled() => return 0,
     };
+    say(&format!(
+        "doctor: context collected in {:.1}s; asking agent {:?} and waiting for its reply",
+        collecting_since.elapsed().as_secs_f64(),
+        options.agent
+    ));
     let session_key = format!(
         "agent:{}:clawbot-doctor-{}",
         options.agent,

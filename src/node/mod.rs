@@ -15,6 +15,8 @@
 
 pub mod backoff;
 mod doctor;
+mod lock;
+mod name;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -56,6 +58,9 @@ const SEND_LIMIT: Duration = Duration::from_secs(20);
 const SURFACE_PROBE: Duration = Duration::from_secs(5);
 /// On Ctrl-C, how long running invocations get to stop and report.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// Handshakes in a row that prove the server is not an OpenClaw gateway
+/// before the node gives up (exit 1).
+const NOT_GATEWAY_LIMIT: u32 = 3;
 /// A pairing request is retried at least this often, so an approval is
 /// picked up quickly, but never faster than the backoff allows.
 const PAIRING_RETRY_CAP: Duration = Duration::from_secs(10);
@@ -104,7 +109,12 @@ pub async fn run(mut options: Options) -> u8 {
                     stop.cancel(); // the session is over: so is the node
                     code
                 };
-                let (served, doctored) = tokio::join!(node.serve(stop.cancelled()), doctor);
+                let serving = async {
+                    let code = node.serve(stop.cancelled()).await;
+                    stop.cancel(); // a node that gave up ends the session too
+                    code
+                };
+                let (served, doctored) = tokio::join!(serving, doctor);
                 if served != 0 { served } else { doctored }
             }
         },
@@ -167,6 +177,10 @@ struct Node {
     tokens: TokenStore,
     tools: Arc<Tools>,
     display_name: String,
+    /// Held for the node's lifetime: one node per state directory.
+    _lock: lock::StateLock,
+    /// Whether the gateway's name for us was checked (once per run).
+    name_checked: std::sync::atomic::AtomicBool,
 }
 
 /// How a session ended.
@@ -190,6 +204,7 @@ impl Node {
                 options.state_dir.display()
             )
         })?;
+        let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)
             .map_err(|e| format!("cannot load the device identity: {e}"))?;
         let mut workspace = Workspace::new(&options.workspace)
@@ -230,6 +245,8 @@ impl Node {
             tools: Tools::new(workspace, policy, audit),
             identity,
             display_name,
+            _lock: lock,
+            name_checked: Default::default(),
             options,
         })
     }
@@ -244,18 +261,25 @@ impl Node {
         };
         let mut tried_device_after_mismatch = false;
         let mut announced_pairing = HashSet::new();
+        let mut not_gateway = 0;
         say(&format!(
-            "device {} ({}), workspace {}",
+            "device {} ({}), workspace {}; `--node {}` finds this node in openclaw nodes commands",
             &self.identity.device_id[..16],
             self.display_name,
-            self.tools.workspace().root().display()
+            self.tools.workspace().root().display(),
+            &self.identity.device_id[..16],
         ));
+        say(&format!("connecting to {}", self.options.gateway));
         loop {
             let token = self.token(choice);
             let attempt = tokio::select! {
-                _ = &mut shutdown => return 0,
+                _ = &mut shutdown => {
+                    say("stopped");
+                    return 0;
+                }
                 attempt = client::open(&self.options.gateway, HANDSHAKE_LIMIT, |c| self.connect_params(c, token.as_deref())) => attempt,
             };
+            let was_not_gateway = matches!(attempt, Err(ConnectError::NotGateway(_)));
             let mut wait = None;
             match attempt {
                 Ok(conn) => {
@@ -354,14 +378,36 @@ impl Node {
                         error.code, error.message
                     )),
                 },
+                Err(ConnectError::NotGateway(what)) => {
+                    // Proof, not a hiccup: a few in a row and we stop
+                    // rather than knock on the wrong door for ever.
+                    not_gateway += 1;
+                    if not_gateway >= NOT_GATEWAY_LIMIT {
+                        say(&format!(
+                            "{} is not an OpenClaw gateway ({what}; {not_gateway} handshakes in a row): check --gateway (OpenClaw's default is ws://127.0.0.1:18789)",
+                            self.options.gateway
+                        ));
+                        return 1;
+                    }
+                    say(&format!(
+                        "{}: this does not look like an OpenClaw gateway: {what}",
+                        self.options.gateway
+                    ));
+                }
                 Err(e) => say(&e.to_string()),
+            }
+            if !was_not_gateway {
+                not_gateway = 0;
             }
             let delay = wait.unwrap_or_else(|| backoff.next());
             if !delay.is_zero() {
                 say(&format!("reconnecting in {:.1}s", delay.as_secs_f64()));
             }
             tokio::select! {
-                _ = &mut shutdown => return 0,
+                _ = &mut shutdown => {
+                    say("stopped");
+                    return 0;
+                }
                 _ = tokio::time::sleep(delay) => {}
             }
         }
@@ -474,13 +520,19 @@ impl Node {
                             NodeEvent::PairResolved(resolved) => {
                                 say(&format!("pairing request {} {}", resolved.request_id, resolved.decision));
                                 surface.resolved();
+                                self.check_name();
                             }
                             NodeEvent::Other { event, problem: Some(problem) } => {
                                 say(&format!("ignored a malformed {event} event: {problem}"));
                             }
                             _ => {}
                         },
-                        Frame::Res(res) => surface.answered(&res.id, res.ok, res.error.as_ref()),
+                        Frame::Res(res) => {
+                            surface.answered(&res.id, res.ok, res.error.as_ref());
+                            if surface.approved {
+                                self.check_name();
+                            }
+                        }
                         Frame::Req(_) | Frame::Unknown => {}
                     }
                 }
@@ -514,6 +566,26 @@ impl Node {
             outbox.close(Duration::from_secs(2)).await;
         }
         end
+    }
+
+    /// Once per run, after the commands are approved: make the gateway
+    /// list this node under the name it was given (see `name.rs`).
+    fn check_name(&self) {
+        use std::sync::atomic::Ordering;
+        if self.name_checked.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let url = self.options.gateway.clone();
+        let token = self.options.token.clone();
+        let node_id = self.identity.device_id.clone();
+        let wanted = self.display_name.clone();
+        let explicit = self.options.display_name.is_some();
+        tokio::spawn(async move {
+            let outcome = name::reconcile(&url, token.as_deref(), &node_id, &wanted).await;
+            if let Some(line) = outcome.describe(&node_id, &wanted, explicit) {
+                say(&line);
+            }
+        });
     }
 
     fn spawn_invocation(

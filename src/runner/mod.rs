@@ -386,12 +386,11 @@ impl Pump {
                                 Ok(0) => break,
                                 Ok(n) => {
                                     capture.push(&buf[..n]);
-                                    if let Some((scanner, done)) = &mut json {
-                                        if scanner.feed(&buf[..n]) {
+                                    if let Some((scanner, done)) = &mut json
+                                        && scanner.feed(&buf[..n]) {
                                             done.notify_one();
                                             json = None;
                                         }
-                                    }
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                                 Err(_) => break,

@@ -177,10 +177,10 @@ impl Drop for Tree {
     /// A run abandoned half-way (its future dropped) still leaves nothing.
     fn drop(&mut self) {
         self.kill();
-        if let Ok(mut active) = ACTIVE.lock() {
-            if let Some(active) = active.as_mut() {
-                active.remove(&self.pgid);
-            }
+        if let Ok(mut active) = ACTIVE.lock()
+            && let Some(active) = active.as_mut()
+        {
+            active.remove(&self.pgid);
         }
     }
 }

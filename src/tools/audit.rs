@@ -64,10 +64,10 @@ impl Audit {
         let Some(file) = guard.as_mut() else {
             return;
         };
-        if let Err(e) = file.write_all(&line) {
-            if !self.warned.swap(true, Ordering::Relaxed) {
-                eprintln!("[clawbot_router] cannot write the audit log: {e}");
-            }
+        if let Err(e) = file.write_all(&line)
+            && !self.warned.swap(true, Ordering::Relaxed)
+        {
+            eprintln!("[clawbot_router] cannot write the audit log: {e}");
         }
     }
 }

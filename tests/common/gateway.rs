@@ -80,6 +80,9 @@ struct State {
     aborts: Vec<Value>,
     runs: HashMap<String, Run>,
     conn_counter: u64,
+    /// The name `node.list` shows per node id.
+    node_names: HashMap<String, String>,
+    renames: Vec<Value>,
 }
 
 struct Run {
@@ -258,6 +261,21 @@ impl FakeGateway {
             "node.pair.resolved",
             json!({"requestId": "surface-req-1", "nodeId": node_id, "decision": "approved", "ts": now_ms()}),
         );
+    }
+
+    /// The name `node.list` shows for `node_id`.
+    pub fn node_name(&self, node_id: &str) -> Option<String> {
+        self.state.lock().unwrap().node_names.get(node_id).cloned()
+    }
+
+    /// What `openclaw nodes rename` would leave behind.
+    pub fn set_node_name(&self, node_id: &str, name: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.node_names.insert(node_id.to_owned(), name.to_owned());
+    }
+
+    pub fn renames(&self) -> Vec<Value> {
+        self.state.lock().unwrap().renames.clone()
     }
 
     pub fn send_event(&self, event: &str, payload: Value) {
@@ -509,13 +527,22 @@ async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
                 "invalid connect params: at /client/id: must be equal to one of the allowed values",
                 Value::Null,
             ))
+        } else if config.token.is_some() && params["auth"]["token"].as_str().is_none() {
+            // OpenClaw 2026.9.6: a device-less operator without a token is
+            // told about the device, not the token.
+            Err(error(
+                id,
+                "NOT_PAIRED",
+                "device identity required",
+                json!({"code": "DEVICE_IDENTITY_REQUIRED"}),
+            ))
         } else if config.token.is_some()
             && params["auth"]["token"].as_str() != config.token.as_deref()
         {
             Err(error(
                 id,
                 "INVALID_REQUEST",
-                "unauthorized: gateway token mismatch (provide gateway auth token)",
+                "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
                 json!({"code": "AUTH_TOKEN_MISMATCH", "canRetryWithDeviceToken": false}),
             ))
         } else {
@@ -591,6 +618,12 @@ async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
                 .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
                 .clone();
             s.hello_count += 1;
+            // As OpenClaw: the name of the first approval stays.
+            let name = params["client"]["displayName"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            s.node_names.entry(device_id.clone()).or_insert(name);
             Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
                 "type": "hello-ok", "protocol": 4,
                 "server": {"version": "2026.9.6-fake"},
@@ -780,6 +813,39 @@ fn operator_request(
                 let _ = answers.send(res(&id, status));
             });
         }
+        "node.list" => {
+            let s = hub.state.lock().unwrap();
+            let state = if s.surface_pending {
+                "pending-approval"
+            } else {
+                "approved"
+            };
+            let nodes: Vec<Value> = s
+                .node_names
+                .iter()
+                .map(|(node, name)| json!({"nodeId": node, "displayName": name, "approvalState": state, "paired": true, "connected": true}))
+                .collect();
+            let _ = answers.send(res(&id, json!({"ts": now_ms(), "nodes": nodes})));
+        }
+        "node.rename" => {
+            let mut s = hub.state.lock().unwrap();
+            s.renames.push(params.clone());
+            let node = params["nodeId"].as_str().unwrap_or("").to_owned();
+            let name = params["displayName"]
+                .as_str()
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            let answer = match s.node_names.get_mut(&node) {
+                Some(stored) if !name.is_empty() => {
+                    *stored = name.clone();
+                    res(&id, json!({"nodeId": node, "displayName": name}))
+                }
+                Some(_) => refusal(&id, "INVALID_REQUEST", "displayName required"),
+                None => refusal(&id, "INVALID_REQUEST", "unknown nodeId"),
+            };
+            let _ = answers.send(answer);
+        }
         _ => {
             let _ = answers.send(res(&id, json!({"ok": true})));
         }
@@ -923,7 +989,16 @@ async fn fake_turn(
             json!({"state": "delta", "deltaText": delta, "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}),
         );
     };
-    say("ECHO:", "ECHO:", false);
+    if let Some(n) = directive(&message, "empty-items").and_then(|n| n.parse::<usize>().ok()) {
+        // A failing model retried: each attempt opens an item that never
+        // says anything (what OpenClaw streams for `[[fail:500]]`).
+        for i in 0..n {
+            let data = json!({"text": "", "delta": "", "itemId": format!("{run_id}:empty{i}")});
+            event("agent", json!({"stream": "assistant", "data": data}));
+        }
+    } else {
+        say("ECHO:", "ECHO:", false);
+    }
     if message.contains("[[drop]]") {
         let _ = owner.send(Outgoing::Drop);
         tokio::time::sleep(Duration::from_millis(600)).await;
