@@ -50,6 +50,9 @@ const DRAIN: Duration = Duration::from_secs(5);
 struct Server {
     options: router::Options,
     tool: Tool,
+    /// Fired when input ended and running calls had their time: they stop
+    /// and answer, rather than vanish with the session.
+    input_over: tokio_util::sync::CancellationToken,
 }
 
 /// Serves on stdio until end of input or a signal; the exit status.
@@ -58,9 +61,14 @@ pub async fn serve(options: router::Options) -> u8 {
         eprintln!("[clawbot_router mcp] the tool declaration is not an object");
         return 1;
     };
-    let server = Server { options, tool };
+    let input_over = tokio_util::sync::CancellationToken::new();
+    let server = Server {
+        options,
+        tool,
+        input_over: input_over.clone(),
+    };
     let interrupted = crate::app::interrupts();
-    let (input, output, writer) = frame_stdio();
+    let (input, output, writer) = frame_stdio(input_over);
     let running = match server.serve((input, output)).await {
         Ok(running) => running,
         Err(e) => {
@@ -151,11 +159,17 @@ impl ServerHandler for Server {
             ..self.options.clone()
         };
         let cancelled = context.ct.clone();
+        let input_over = self.input_over.clone();
         let cancel = async move {
-            cancelled.cancelled().await;
-            Interrupt {
-                name: "MCP cancellation",
-                number: 0,
+            tokio::select! {
+                _ = cancelled.cancelled() => Interrupt {
+                    name: "MCP cancellation",
+                    number: 0,
+                },
+                _ = input_over.cancelled() => Interrupt {
+                    name: "end of input",
+                    number: 0,
+                },
             }
         };
         let call = router::call(parsed, &options, cancel);
@@ -290,8 +304,12 @@ const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// stdin and stdout as rmcp sees them: lines checked on the way in (see the
 /// module's notes), and one writer for stdout, so our own error answers
-/// never interleave with rmcp's.
-fn frame_stdio() -> (
+/// never interleave with rmcp's. At end of input, requests still running
+/// get [`DRAIN`]; then `input_over` stops them, they answer, and only then
+/// does rmcp see the end (it would drop their answers otherwise).
+fn frame_stdio(
+    input_over: tokio_util::sync::CancellationToken,
+) -> (
     tokio::io::DuplexStream,
     tokio::io::DuplexStream,
     tokio::task::JoinHandle<()>,
@@ -300,6 +318,8 @@ fn frame_stdio() -> (
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let pending = Pending::default();
+    let answered = pending.clone();
     // stdin → checks → rmcp.
     tokio::spawn(async move {
         let mut stdin = BufReader::new(tokio::io::stdin());
@@ -312,7 +332,7 @@ fn frame_stdio() -> (
                 .read_until(b'\n', &mut line)
                 .await;
             match read {
-                Ok(0) | Err(_) => break, // end of input: rmcp sees it too
+                Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
             let too_long = line.len() > MAX_LINE && !line.ends_with(b"\n");
@@ -344,6 +364,11 @@ fn frame_stdio() -> (
                     continue;
                 }
             };
+            if let Some(problem) = not_json_rpc(&message) {
+                // rmcp answers these without the request's id.
+                let _ = answers_tx.send(invalid_request(message.get("id"), problem));
+                continue;
+            }
             let method = message.get("method").and_then(Value::as_str);
             let is_request = message.get("id").is_some();
             if method == Some("initialize") && is_request {
@@ -355,12 +380,25 @@ fn frame_stdio() -> (
                 );
                 continue;
             }
+            match (method, message.get("id")) {
+                (Some("notifications/cancelled"), _) => {
+                    // A cancelled request is not answered (MCP's rule).
+                    pending.answered(&message["params"]["requestId"]);
+                }
+                (Some(_), Some(id)) => pending.asked(id),
+                _ => {}
+            }
             if !line.ends_with(b"\n") {
                 line.push(b'\n');
             }
             if to_rmcp.write_all(&line).await.is_err() {
                 break;
             }
+        }
+        // End of input: running calls finish, or are stopped and answer.
+        if !pending.wait_empty(DRAIN).await {
+            input_over.cancel();
+            pending.wait_empty(DRAIN).await;
         }
         let _ = to_rmcp.shutdown().await;
     });
@@ -371,7 +409,7 @@ fn frame_stdio() -> (
     let writer = tokio::spawn(async move {
         let mut from_rmcp = from_rmcp;
         let mut stdout = tokio::io::stdout();
-        let mut pending: Vec<u8> = Vec::new();
+        let mut partial: Vec<u8> = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         let (mut rmcp_open, mut answers_open) = (true, true);
         while rmcp_open || answers_open {
@@ -380,12 +418,12 @@ fn frame_stdio() -> (
                 read = from_rmcp.read(&mut chunk), if rmcp_open => match read {
                     Ok(0) | Err(_) => {
                         rmcp_open = false;
-                        out = std::mem::take(&mut pending); // a last line without its newline
+                        out = std::mem::take(&mut partial); // a last line without its newline
                     }
                     Ok(n) => {
-                        pending.extend_from_slice(&chunk[..n]);
-                        if let Some(end) = pending.iter().rposition(|b| *b == b'\n') {
-                            out = pending.drain(..=end).collect();
+                        partial.extend_from_slice(&chunk[..n]);
+                        if let Some(end) = partial.iter().rposition(|b| *b == b'\n') {
+                            out = partial.drain(..=end).collect();
                         }
                     }
                 },
@@ -393,6 +431,11 @@ fn frame_stdio() -> (
                     Some(answer) => out = answer.into_bytes(),
                     None => answers_open = false,
                 },
+            }
+            if !answered.is_empty() {
+                for line in out.split(|b| *b == b'\n') {
+                    answered.saw_output(line);
+                }
             }
             if !out.is_empty()
                 && (stdout.write_all(&out).await.is_err() || stdout.flush().await.is_err())
@@ -402,6 +445,98 @@ fn frame_stdio() -> (
         }
     });
     (rmcp_in, rmcp_out, writer)
+}
+
+/// The ids of requests sent to rmcp and not answered yet.
+#[derive(Clone, Default)]
+struct Pending {
+    ids: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Pending {
+    fn asked(&self, id: &Value) {
+        self.ids.lock().unwrap().insert(id.to_string());
+    }
+
+    fn answered(&self, id: &Value) {
+        if self.ids.lock().unwrap().remove(&id.to_string()) {
+            self.changed.notify_waiters();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ids.lock().unwrap().is_empty()
+    }
+
+    /// A line of output: a response answers its request.
+    fn saw_output(&self, line: &[u8]) {
+        if line.is_empty() {
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let is_response = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        if let (true, Some(id)) = (is_response, message.get("id")) {
+            self.answered(id);
+        }
+    }
+
+    /// Until no request is pending (true) or `limit` passes (false).
+    async fn wait_empty(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let changed = self.changed.notified();
+            if self.is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.is_empty();
+            }
+        }
+    }
+}
+
+/// Why `message` is not a JSON-RPC 2.0 request, notification or response.
+fn not_json_rpc(message: &Value) -> Option<&'static str> {
+    let Some(fields) = message.as_object() else {
+        return Some("a JSON-RPC message is an object");
+    };
+    if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("\"jsonrpc\" must be \"2.0\"");
+    }
+    match fields.get("id") {
+        None | Some(Value::String(_) | Value::Number(_)) => {}
+        Some(_) => return Some("\"id\" must be a string or a number"),
+    }
+    match fields.get("method") {
+        Some(Value::String(_)) => None,
+        Some(_) => Some("\"method\" must be a string"),
+        None if fields.contains_key("id")
+            && (fields.contains_key("result") || fields.contains_key("error")) =>
+        {
+            None
+        }
+        None => Some("a request needs a \"method\""),
+    }
+}
+
+/// JSON-RPC's answer to a message that is not a valid request: with its id
+/// when it has a usable one.
+fn invalid_request(id: Option<&Value>, problem: &str) -> String {
+    let id = match id {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32600, "message": format!("Invalid request: {problem}")},
+    })
+    .to_string()
+        + "\n"
 }
 
 /// JSON-RPC's answer to a line that is not JSON.

@@ -360,7 +360,19 @@ fn malformed_input_gets_json_rpc_errors_and_the_server_survives() {
     let wrong_name = server.request(7, "tools/call", json!({"name": "rm_rf", "arguments": {}}));
     assert_eq!(wrong_name["error"]["code"], -32602);
     server.send(json!({"not": "json-rpc"}));
-    server.next("an invalid request", |v| v["error"]["code"] == -32600);
+    let invalid = server.next("an invalid request", |v| v["error"]["code"] == -32600);
+    assert_eq!(invalid["id"], Value::Null);
+    // An invalid request that has an id gets it back.
+    server.send(json!({"id": 77, "method": "tools/list"}));
+    let invalid = server.next("an invalid request with its id", |v| {
+        v["error"]["code"] == -32600
+    });
+    assert_eq!(invalid["id"], 77, "{invalid}");
+    server.send(json!({"jsonrpc": "2.0", "id": "abc", "params": {}}));
+    let invalid = server.next("a request without a method", |v| {
+        v["error"]["code"] == -32600
+    });
+    assert_eq!(invalid["id"], "abc", "{invalid}");
     // Still serving.
     let response = server.call(8, json!({"message": "still here"}), None);
     assert_eq!(result_json(&response)["content"], "ECHO: still here\n");
@@ -386,4 +398,25 @@ fn end_of_input_still_delivers_the_answers_of_running_calls() {
         "thinking...\nECHO: last one\n"
     );
     assert_eq!(server.exit(), Some(0));
+}
+
+#[test]
+fn end_of_input_stops_a_call_that_would_outlast_it_and_answers_it() {
+    let (mut server, tree, _dir) = hanging_call(12);
+    let began = Instant::now();
+    drop(server.stdin.take());
+    let response = server.response(12);
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    let content = result_json(&response)["content"].as_str().unwrap().to_owned();
+    assert!(
+        content.ends_with("\n[clawbot_router] Interrupted (end of input): the remote clawBot was stopped and this result was aborted."),
+        "what it printed, then the sentence: {content}"
+    );
+    assert_eq!(server.exit(), Some(0));
+    assert!(
+        began.elapsed() < Duration::from_secs(12),
+        "a bounded drain: {:?}",
+        began.elapsed()
+    );
+    assert_all_gone(&tree);
 }
