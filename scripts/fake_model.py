@@ -37,6 +37,10 @@ def text_of(content):
     return ""
 
 
+QUEUED_MARKER = "[Queued user message from a previous active turn;"
+CONTINUATION = "Continue the current task from the existing transcript"
+
+
 def user_text(messages):
     """The user's own words in this turn: the last user message that is not
     OpenClaw's internal context, without its timestamp prefix and runtime
@@ -96,21 +100,31 @@ class Handler(BaseHTTPRequestHandler):
         messages = body.get("messages", [])
         said = user_text(messages)
         everything = "\n".join(text_of(m.get("content")) for m in messages)
+        # OpenClaw prepends an aborted turn's message to the session's next
+        # one ("[Queued user message ...]\n<old>\n\n<new>"): the echo shows
+        # it, but directives are the new message's alone — unless the new
+        # one is OpenClaw's own retry of the same task ("Continue the
+        # current task ..."), which carries the task's directives on.
+        active = said
+        if QUEUED_MARKER in said:
+            newest = said.split("\n\n")[-1]
+            if not newest.startswith(CONTINUATION):
+                active = newest
 
-        m = re.search(r"\[\[delay:([0-9.]+)\]\]", said)
+        m = re.search(r"\[\[delay:([0-9.]+)\]\]", active)
         if m and not self.wait_or_hangup(float(m.group(1))):
             # The caller gave up (an aborted run): say so in <log>.hangups.
             with LOG_LOCK, open(self.server.log_path + ".hangups", "a", encoding="utf-8") as f:
                 f.write(json.dumps({"said": said}, ensure_ascii=False) + "\n")
             return
-        m = re.search(r"\[\[fail:(\d{3})\]\]", said)
+        m = re.search(r"\[\[fail:(\d{3})\]\]", active)
         if m:
             self.send_json(int(m.group(1)), {"error": {"message": "fake failure", "type": "fake"}})
             return
 
         tool_call = None
         results = tool_results(messages)
-        m = re.search(r"\[\[exec:(.*?)\]\]", said, re.S)
+        m = re.search(r"\[\[exec:(.*?)\]\]", active, re.S)
         if m and not results:
             tool_call = {"name": "exec", "arguments": json.dumps({"command": m.group(1), "host": "node"})}
             reply = ""

@@ -9,7 +9,9 @@
 #   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
 #   scripts/sandbox.sh down      stop exactly what `up` started
 #   scripts/sandbox.sh restart-gateway   stop and start the gateway only
-#   scripts/sandbox.sh demo      up, then ask the router one question through it
+#   scripts/sandbox.sh demo [MESSAGE]
+#                                build the router (release; 3-4 minutes the first
+#                                time), up, then ask it one question through OpenClaw
 #
 # Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
 # CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
@@ -134,6 +136,28 @@ down() {
   done
 }
 
+# Builds the release binary and prints its path as cargo reports it (so
+# CARGO_TARGET_DIR, a workspace or a config's build.target-dir all work).
+# cargo's own progress shows on a terminal; elsewhere one line says why
+# nothing happens for a few minutes.
+build_router() {
+  local quiet=--quiet
+  if [ -t 2 ]; then quiet=; fi
+  say "building clawbot_router (cargo build --release: 3-4 minutes the first time, seconds after that)"
+  (cd "$here/.." && cargo build --release --locked --bin clawbot_router $quiet \
+      --message-format=json-render-diagnostics) | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    t = m.get("target", {})
+    if m.get("reason") == "compiler-artifact" and t.get("name") == "clawbot_router" and "bin" in t.get("kind", []) and m.get("executable"):
+        print(m["executable"])
+' | tail -n 1 | grep . || { say "cargo built no clawbot_router binary"; exit 1; }
+}
+
 case "${1:-}" in
   install) install ;;
   up) up ;;
@@ -141,11 +165,11 @@ case "${1:-}" in
   env) exports ;;
   restart-gateway) down quiet gateway; start_gateway ;;
   demo)
+    router=$(build_router)
     up
     eval "$(exports)"
-    (cd "$here/.." && cargo build --release --quiet)
-    "$here/../target/release/clawbot_router" --agent main --message "${2:-总结最近的日志}" --timeout 120
+    "$router" --agent main --message "${2:-总结最近的日志}" --timeout 120
     say "the sandbox keeps running: scripts/sandbox.sh down stops it"
     ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

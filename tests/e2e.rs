@@ -325,6 +325,77 @@ fn e2e_via_gateway_an_unknown_agent_is_refused_in_the_gateways_words() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_a_failing_model_reads_as_on_the_cli_path() {
+    // OpenClaw retries a model that answers 500, opening an assistant item
+    // per attempt that never says anything: no empty lines for them.
+    // A session of its own (see the timeout test): the aborted turns stay
+    // out of every other test's.
+    let message = unique("[[fail:500]] a failing model");
+    let session = format!("agent:main:e2e-fail-{}", uuid::Uuid::new_v4().simple());
+    let args = [
+        "--to",
+        &session,
+        "-m",
+        &message,
+        "--timeout",
+        "8",
+        "--lang",
+        "en",
+        "--exit-code",
+    ];
+    let gateway = run(via_gateway().args(args));
+    let sentence = "[clawbot_router] The remote clawBot timed out (not finished after 8 seconds); this result was aborted.";
+    assert_eq!(gateway.content(), sentence, "{}", gateway.stdout);
+    assert_eq!(gateway.code, Some(124));
+    let cli = run(real_router().args(args));
+    assert_eq!(cli.content(), gateway.content(), "the paths agree");
+    assert_eq!(cli.code, gateway.code);
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_via_gateway_a_missing_or_wrong_token_is_named_and_exits_1() {
+    let url = std::env::var("OPENCLAW_GATEWAY_URL").unwrap();
+    let missing = run(via_gateway().env_remove("OPENCLAW_GATEWAY_TOKEN").args([
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        missing.content(),
+        format!(
+            "[clawbot_router] The OpenClaw gateway at {url} refused the connection (DEVICE_IDENTITY_REQUIRED: device identity required; no gateway token was given: pass the gateway's gateway.auth.token with --token or OPENCLAW_GATEWAY_TOKEN); the remote agent was not called."
+        )
+    );
+    assert_eq!(missing.code, Some(1));
+    let wrong = run(via_gateway().args(["--token", "not-the-token", "-m", "hi", "--exit-code"]));
+    let content = wrong.content();
+    assert!(
+        content.contains("AUTH_TOKEN_MISMATCH")
+            && content.contains("请核对 --token / OPENCLAW_GATEWAY_TOKEN"),
+        "{content}"
+    );
+    assert_eq!(wrong.code, Some(1), "as openclaw agent exits for the same");
+    let (_, _, cli_code) = {
+        let out = Command::new("openclaw")
+            .args(["agent", "--agent", "main", "--message", "hi"])
+            .envs(sandbox())
+            .env("OPENCLAW_GATEWAY_TOKEN", "not-the-token")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out.stdout, out.stderr, out.status.code())
+    };
+    assert_eq!(
+        cli_code, wrong.code,
+        "the CLI's own status for a refused token"
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_via_gateway_the_to_route() {
     let message = unique("to a destination over the gateway");
     let routed = run(via_gateway().args([
@@ -485,18 +556,7 @@ impl RealNode {
             ),
             None => (Stdio::null(), Stdio::null()),
         };
-        let mut child = real_router()
-            .args(["node", "--display-name", name])
-            .arg("--state-dir")
-            .arg(dir.path().join("state"))
-            .arg("--workspace")
-            .arg(&ws)
-            .args(args)
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout);
         RealNode {
             stdin: child.stdin.take(),
             child,
@@ -505,6 +565,41 @@ impl RealNode {
             _dir: dir,
             ws,
         }
+    }
+
+    fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
+        real_router()
+            .args(["node", "--display-name", name])
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--workspace")
+            .arg(dir.join("ws"))
+            .args(args)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(std::fs::File::create(dir.join("node.log")).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Stops the node (Ctrl-C) and starts it again, same device and
+    /// workspace, as `name` with `args`.
+    fn restart(&mut self, name: &str, args: &[&str]) {
+        self.stop();
+        self.child = Self::spawn(self._dir.path(), name, args, Stdio::null(), Stdio::null());
+        self.name = name.to_owned();
+    }
+
+    fn stop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     fn log(&self) -> String {
@@ -563,16 +658,81 @@ impl RealNode {
 
 impl Drop for RealNode {
     fn drop(&mut self) {
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_name_given_is_the_name_the_gateway_lists() {
+    let mut node = RealNode::start("e2e-name-first", &[]);
+    node.approve_surface();
+    node.wait_log(
+        "the gateway lists this node as \"e2e-name-first\"",
+        Duration::from_secs(30),
+    );
+    // OpenClaw keeps the first approval's name; the node renames itself
+    // through an operator link so the new one is what the gateway lists.
+    node.restart("e2e-name-second", &[]);
+    node.wait_log(
+        "the gateway listed this node as \"e2e-name-first\"; renamed it to \"e2e-name-second\"",
+        Duration::from_secs(60),
+    );
+    let (listed, _, _) = openclaw(&["nodes", "list", "--json"]);
+    assert!(
+        listed.contains("e2e-name-second") && !listed.contains("e2e-name-first"),
+        "{listed}"
+    );
+    let which = node.invoke("system.which", json!({"bins": ["sh"]}));
+    assert_eq!(which["ok"], true, "found by its new name: {which}");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_second_node_on_the_same_state_directory_is_refused() {
+    let node = RealNode::start("e2e-lock", &[]);
+    node.wait_log("connected to", Duration::from_secs(30));
+    let out = real_router()
+        .args(["node", "--state-dir"])
+        .arg(node._dir.path().join("state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("(pid {})", node.child.id())) && said.contains("--state-dir"),
+        "{said}"
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_server_that_is_not_a_gateway_stops_the_node() {
+    // The fake model's HTTP server: it answers, but not as OpenClaw does.
+    let model = std::env::var("CLAWBOT_SANDBOX_MODEL_PORT").unwrap_or_else(|_| "18555".into());
+    let url = format!("ws://127.0.0.1:{model}");
+    let dir = tempfile::tempdir().unwrap();
+    let began = Instant::now();
+    let out = real_router()
+        .args(["node", "--gateway", &url, "--state-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!(
+            "{url} is not an OpenClaw gateway (it answered HTTP "
+        )),
+        "{said}"
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[test]

@@ -407,7 +407,10 @@ fn end_of_input_stops_a_call_that_would_outlast_it_and_answers_it() {
     drop(server.stdin.take());
     let response = server.response(12);
     assert_eq!(response["result"]["isError"], true, "{response}");
-    let content = result_json(&response)["content"].as_str().unwrap().to_owned();
+    let content = result_json(&response)["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
         content.ends_with("\n[clawbot_router] Interrupted (end of input): the remote clawBot was stopped and this result was aborted."),
         "what it printed, then the sentence: {content}"
