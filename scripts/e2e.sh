@@ -10,8 +10,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 export CLAWBOT_SANDBOX_DIR=${CLAWBOT_E2E_DIR:-${TMPDIR:-/tmp}/clawbot-e2e}
-export CLAWBOT_SANDBOX_PORT=${CLAWBOT_E2E_PORT:-18799}
-export CLAWBOT_SANDBOX_MODEL_PORT=${CLAWBOT_E2E_MODEL_PORT:-18565}
+export CLAWBOT_SANDBOX_PORT=${CLAWBOT_E2E_PORT:-19789}
+export CLAWBOT_SANDBOX_MODEL_PORT=${CLAWBOT_E2E_MODEL_PORT:-19555}
 trap '"$here/sandbox.sh" down' EXIT
 "$here/sandbox.sh" up
 eval "$("$here/sandbox.sh" env)"

@@ -14,7 +14,7 @@ use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
 use crate::router::{self, Interrupt};
-use crate::{node, schema, ui};
+use crate::{gateway, node, schema, ui};
 
 /// The most `--args-json -` reads from stdin (a 4 MiB message, escaped).
 const MAX_STDIN_ARGS: u64 = 64 * 1024 * 1024;
@@ -24,11 +24,22 @@ pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
 
 /// Runs the program; returns the process exit code.
 pub async fn run(args: Vec<OsString>) -> u8 {
+    let raw = args.clone();
     match Cli::try_parse_from(&args) {
         Ok(Cli {
             command: Some(Command::Node(args)),
             ..
-        }) => Box::pin(node::run(node_options(args))).await,
+        }) => {
+            let gateway_flag =
+                args_after_node(&raw).any(|w| w == "--gateway" || w.starts_with("--gateway="));
+            match node_options(args, gateway_flag) {
+                Ok(options) => Box::pin(node::run(options)).await,
+                Err(problem) => {
+                    eprintln!("[clawbot_router node] {problem}");
+                    2
+                }
+            }
+        }
         Ok(Cli {
             command: Some(Command::Mcp(options)),
             ..
@@ -52,7 +63,52 @@ pub async fn run(args: Vec<OsString>) -> u8 {
     }
 }
 
-fn node_options(args: NodeArgs) -> node::Options {
+/// The words after `node` on the command line.
+fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> + '_ {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .skip_while(|w| w != "node")
+        .skip(1)
+}
+
+/// The gateway the node connects to: `--gateway URL`, or OpenClaw's own
+/// `--host/--port/--tls/--context-path` (so a command line or a service
+/// file written for `openclaw node run` carries over) — not both.
+fn node_endpoint(args: &NodeArgs, gateway_flag: bool) -> Result<gateway::Endpoint, String> {
+    let pieces =
+        args.host.is_some() || args.port.is_some() || args.tls || args.context_path.is_some();
+    let url = if !pieces {
+        args.gateway.url.clone()
+    } else if gateway_flag {
+        return Err(format!(
+            "--gateway {} and --host/--port/--tls/--context-path both name the gateway: give one or the other",
+            args.gateway.url
+        ));
+    } else {
+        let tls = args.tls || args.gateway.tls_fingerprint.is_some();
+        let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]") // an IPv6 address
+        } else {
+            host
+        };
+        let path = match args.context_path.as_deref().map(|p| p.trim_matches('/')) {
+            None | Some("") => String::new(),
+            Some(p) => format!("/{p}"),
+        };
+        let scheme = if tls { "wss" } else { "ws" };
+        format!("{scheme}://{host}:{}{path}", args.port.unwrap_or(18789))
+    };
+    Ok(gateway::Endpoint {
+        url,
+        trust: gateway::Trust {
+            pin: args.gateway.tls_fingerprint,
+        },
+    })
+}
+
+fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
+    let gateway = node_endpoint(&args, gateway_flag)?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let state_dir = args.state_dir.unwrap_or_else(|| {
         std::env::var_os("XDG_STATE_HOME")
@@ -62,8 +118,8 @@ fn node_options(args: NodeArgs) -> node::Options {
             .unwrap_or_else(std::env::temp_dir)
             .join("clawbot_router")
     });
-    node::Options {
-        gateway: args.gateway.url,
+    Ok(node::Options {
+        gateway,
         token: args.gateway.token.filter(|t| !t.trim().is_empty()),
         display_name: args.display_name,
         state_dir,
@@ -75,7 +131,7 @@ fn node_options(args: NodeArgs) -> node::Options {
             agent: args.agent,
             question: args.message,
         }),
-    }
+    })
 }
 
 pub fn prompt(lang: Lang) -> &'static str {
@@ -90,7 +146,12 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
     router::Options {
         via: args.via,
         format: args.format,
-        gateway: args.gateway.url.clone(),
+        gateway: gateway::Endpoint {
+            url: args.gateway.url.clone(),
+            trust: gateway::Trust {
+                pin: args.gateway.tls_fingerprint,
+            },
+        },
         token: args.gateway.token.clone(),
         activity,
         default_to: args.to.clone(),

@@ -49,6 +49,22 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub gateway: GatewayArgs,
 
+    /// The gateway's host, as `openclaw node run --host` (instead of --gateway).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+
+    /// The gateway's port, as `openclaw node run --port` (default 18789).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// Use TLS (wss://), as `openclaw node run --tls`.
+    #[arg(long)]
+    pub tls: bool,
+
+    /// A path the gateway is served under, as `openclaw node run --context-path`.
+    #[arg(long, value_name = "PATH")]
+    pub context_path: Option<String>,
+
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]
     pub display_name: Option<String>,
@@ -203,6 +219,20 @@ pub struct GatewayArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+
+    /// Trust a wss:// gateway by the SHA-256 fingerprint of its certificate
+    /// (hex, colons optional), as OpenClaw's clients pin a self-signed one.
+    #[arg(
+        long,
+        value_name = "SHA256",
+        env = "OPENCLAW_GATEWAY_TLS_FINGERPRINT",
+        value_parser = parse_fingerprint
+    )]
+    pub tls_fingerprint: Option<crate::gateway::Fingerprint>,
+}
+
+fn parse_fingerprint(text: &str) -> Result<crate::gateway::Fingerprint, String> {
+    crate::gateway::Fingerprint::parse(text)
 }
 
 const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;

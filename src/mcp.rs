@@ -414,13 +414,16 @@ fn frame_stdio(
         let (mut rmcp_open, mut answers_open) = (true, true);
         while rmcp_open || answers_open {
             let mut out: Vec<u8> = Vec::new();
+            let mut from_rmcp_now = false;
             tokio::select! {
                 read = from_rmcp.read(&mut chunk), if rmcp_open => match read {
                     Ok(0) | Err(_) => {
                         rmcp_open = false;
+                        from_rmcp_now = true;
                         out = std::mem::take(&mut partial); // a last line without its newline
                     }
                     Ok(n) => {
+                        from_rmcp_now = true;
                         partial.extend_from_slice(&chunk[..n]);
                         if let Some(end) = partial.iter().rposition(|b| *b == b'\n') {
                             out = partial.drain(..=end).collect();
@@ -428,11 +431,12 @@ fn frame_stdio(
                     }
                 },
                 answer = answers.recv(), if answers_open => match answer {
+                    // Ours: never an answer to a pending request.
                     Some(answer) => out = answer.into_bytes(),
                     None => answers_open = false,
                 },
             }
-            if !answered.is_empty() {
+            if from_rmcp_now && !answered.is_empty() {
                 for line in out.split(|b| *b == b'\n') {
                     answered.saw_output(line);
                 }
@@ -456,11 +460,11 @@ struct Pending {
 
 impl Pending {
     fn asked(&self, id: &Value) {
-        self.ids.lock().unwrap().insert(id.to_string());
+        self.ids.lock().unwrap().insert(id_key(id));
     }
 
     fn answered(&self, id: &Value) {
-        if self.ids.lock().unwrap().remove(&id.to_string()) {
+        if self.ids.lock().unwrap().remove(&id_key(id)) {
             self.changed.notify_waiters();
         }
     }
@@ -499,26 +503,41 @@ impl Pending {
     }
 }
 
-/// Why `message` is not a JSON-RPC 2.0 request, notification or response.
+/// A request id as rmcp writes it back: integers in their plain form.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Why `message` is not a JSON-RPC 2.0 request or notification (a
+/// response — `result` or `error` without `method` — is never answered,
+/// as JSON-RPC requires: it goes on to rmcp as it is).
 fn not_json_rpc(message: &Value) -> Option<&'static str> {
     let Some(fields) = message.as_object() else {
         return Some("a JSON-RPC message is an object");
     };
+    if !fields.contains_key("method")
+        && (fields.contains_key("result") || fields.contains_key("error"))
+    {
+        return None;
+    }
     if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some("\"jsonrpc\" must be \"2.0\"");
     }
     match fields.get("id") {
-        None | Some(Value::String(_) | Value::Number(_)) => {}
-        Some(_) => return Some("\"id\" must be a string or a number"),
+        None | Some(Value::String(_)) => {}
+        // What rmcp takes: an integer that fits 64 bits.
+        Some(Value::Number(n)) if n.is_i64() => {}
+        Some(_) => return Some("\"id\" must be a string or an integer"),
     }
     match fields.get("method") {
         Some(Value::String(_)) => None,
         Some(_) => Some("\"method\" must be a string"),
-        None if fields.contains_key("id")
-            && (fields.contains_key("result") || fields.contains_key("error")) =>
-        {
-            None
-        }
         None => Some("a request needs a \"method\""),
     }
 }
@@ -527,7 +546,8 @@ fn not_json_rpc(message: &Value) -> Option<&'static str> {
 /// when it has a usable one.
 fn invalid_request(id: Option<&Value>, problem: &str) -> String {
     let id = match id {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        Some(id @ Value::String(_)) => id.clone(),
+        Some(Value::Number(n)) if n.is_i64() => Value::Number(n.clone()),
         _ => Value::Null,
     };
     serde_json::json!({

@@ -692,14 +692,12 @@ fn e2e_the_name_given_is_the_name_the_gateway_lists() {
 fn e2e_a_second_node_on_the_same_state_directory_is_refused() {
     let node = RealNode::start("e2e-lock", &[]);
     node.wait_log("connected to", Duration::from_secs(30));
-    let out = real_router()
+    let out = run(real_router()
         .args(["node", "--state-dir"])
         .arg(node._dir.path().join("state"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+        .stdin(Stdio::null()));
+    let said = &out.stderr;
+    assert_eq!(out.code, Some(1), "{said}");
     assert!(
         said.contains(&format!("(pid {})", node.child.id())) && said.contains("--state-dir"),
         "{said}"
@@ -714,14 +712,12 @@ fn e2e_a_server_that_is_not_a_gateway_stops_the_node() {
     let url = format!("ws://127.0.0.1:{model}");
     let dir = tempfile::tempdir().unwrap();
     let began = Instant::now();
-    let out = real_router()
+    let out = run(real_router()
         .args(["node", "--gateway", &url, "--state-dir"])
         .arg(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+        .stdin(Stdio::null()));
+    let said = &out.stderr;
+    assert_eq!(out.code, Some(1), "{said}");
     assert!(
         said.contains(&format!(
             "{url} is not an OpenClaw gateway (it answered HTTP "

@@ -350,21 +350,21 @@ async fn a_second_node_on_the_same_state_directory_is_refused() {
     let out = tokio::task::spawn_blocking({
         let (url, state, ws) = (gw.url(), first.state(), first.ws());
         move || {
-            common::router()
-                .args(["node", "--gateway", &url, "--token", TOKEN])
-                .arg("--state-dir")
-                .arg(state)
-                .arg("--workspace")
-                .arg(ws)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
+            common::run(
+                common::router()
+                    .args(["node", "--gateway", &url, "--token", TOKEN])
+                    .arg("--state-dir")
+                    .arg(state)
+                    .arg("--workspace")
+                    .arg(ws)
+                    .stdin(Stdio::null()),
+            )
         }
     })
     .await
     .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let said = &out.stderr;
+    assert_eq!(out.code, Some(1), "{said}");
     assert!(
         said.contains(&format!("(pid {})", first.child.id())) && said.contains("--state-dir"),
         "names the holder and the flag: {said}"
@@ -420,6 +420,32 @@ async fn a_server_that_is_not_a_gateway_is_named_and_given_up_on() {
         said.contains(&format!("{url} is not an OpenClaw gateway (it answered HTTP 200 OK to the WebSocket upgrade; 3 handshakes in a row): check --gateway")),
         "{said}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_whose_gateway_is_down_is_a_hiccup_not_proof() {
+    // 502/503 from nginx while OpenClaw restarts: keep trying.
+    let url = http_server(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    let mut node = Node::start(&url, &["--token", TOKEN]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while node.stderr().matches("reconnecting in").count() < 4 {
+        assert!(Instant::now() < deadline, "{}", node.stderr());
+        assert!(
+            node.child.try_wait().unwrap().is_none(),
+            "gave up: {}",
+            node.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        node.stderr().contains("503 Service Unavailable"),
+        "{}",
+        node.stderr()
+    );
+    node.signal(libc::SIGTERM);
+    assert_eq!(node.wait_exit(LONG).await, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,16 +13,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
+use super::Endpoint;
 use super::frames::{Challenge, ConnectParams, ErrorShape, Event, Frame, HelloOk, Request};
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+use super::transport::{self, Fingerprint, WireError, Ws};
 
 /// OpenClaw's defaults, used until `hello-ok` says otherwise.
 const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
@@ -35,6 +33,14 @@ const SEND_LIMIT: Duration = Duration::from_secs(10);
 pub enum ConnectError {
     #[error("cannot reach the gateway: {0}")]
     Transport(String),
+    /// Refused before connecting (a bad URL, plaintext to a public host):
+    /// a setting to change, not worth retrying.
+    #[error("{0}")]
+    Refused(String),
+    /// The gateway's certificate was not accepted (one line: host,
+    /// expected and presented fingerprint, or why the chain failed).
+    #[error("{0}")]
+    Untrusted(String),
     #[error("the gateway did not complete the handshake within {0:?}")]
     Timeout(Duration),
     #[error("the gateway closed the connection during the handshake")]
@@ -49,8 +55,8 @@ pub enum ConnectError {
 }
 
 /// An OpenClaw gateway sends `connect.challenge` as soon as the WebSocket
-/// opens; a server that has not after this long is something else.
-const CHALLENGE_LIMIT: Duration = Duration::from_secs(5);
+/// opens; a server that has not after this long is likely something else.
+const CHALLENGE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Why [`Connection::call`] has no answer.
 #[derive(Debug, thiserror::Error)]
@@ -68,41 +74,43 @@ pub struct Connection {
     ws: Ws,
     pub hello: HelloOk,
     counter: u64,
+    /// The certificate a `wss://` gateway presented (and we accepted).
+    pub certificate: Option<Fingerprint>,
 }
 
 /// Opens `url` and performs the handshake; `build` turns the challenge into
 /// the connect params (it signs the nonce).
 pub async fn open(
-    url: &str,
+    endpoint: &Endpoint,
     limit: Duration,
     build: impl FnOnce(&Challenge) -> ConnectParams,
 ) -> Result<Connection, ConnectError> {
-    tokio::time::timeout(limit, handshake(url, build))
+    tokio::time::timeout(limit, handshake(endpoint, build))
         .await
         .map_err(|_| ConnectError::Timeout(limit))?
 }
 
 async fn handshake(
-    url: &str,
+    endpoint: &Endpoint,
     build: impl FnOnce(&Challenge) -> ConnectParams,
 ) -> Result<Connection, ConnectError> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(64 << 20))
         .max_frame_size(Some(64 << 20));
-    // Small frames must leave at once: Nagle plus delayed ACKs add tens of
-    // milliseconds to a round trip.
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
-        .await
-        .map_err(|e| match e {
-            // Something answered HTTP, but would not speak WebSocket.
-            tokio_tungstenite::tungstenite::Error::Http(response) => {
-                ConnectError::NotGateway(format!(
-                    "it answered HTTP {} to the WebSocket upgrade",
-                    response.status()
-                ))
-            }
-            e => ConnectError::Transport(e.to_string()),
-        })?;
+    let (ws, seen) = transport::open(&endpoint.url, &endpoint.trust, config).await;
+    let ws = ws.map_err(|e| match e {
+        WireError::Refused(why) => ConnectError::Refused(why),
+        WireError::Untrusted(why) => ConnectError::Untrusted(why),
+        WireError::Transport(why) => ConnectError::Transport(why),
+        // A proxy whose gateway is down, or one that sheds load: a
+        // hiccup. Any other answer: something that is not a gateway.
+        e @ WireError::NotWebSocket(status, _)
+            if status >= 500 || status == 408 || status == 429 =>
+        {
+            ConnectError::Transport(e.to_string())
+        }
+        e @ WireError::NotWebSocket(..) => ConnectError::NotGateway(e.to_string()),
+    })?;
     let mut conn = Connection {
         ws,
         hello: HelloOk {
@@ -112,6 +120,7 @@ async fn handshake(
             policy: None,
         },
         counter: 0,
+        certificate: seen.fingerprint(),
     };
     let challenge = tokio::time::timeout(CHALLENGE_LIMIT, challenge(&mut conn.ws))
         .await

@@ -6,6 +6,22 @@ pub mod client;
 pub mod frames;
 pub mod identity;
 pub mod operator;
+pub mod transport;
+
+pub use transport::{Fingerprint, Trust};
+
+/// A gateway: where it is and how its certificate is trusted.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub url: String,
+    pub trust: Trust,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
 
 /// `client.platform` as OpenClaw names it (Node.js's `process.platform`).
 pub fn platform() -> &'static str {

@@ -44,12 +44,12 @@ pub enum Scope {
 
 /// Opens an operator connection.
 pub async fn connect(
-    url: &str,
+    endpoint: &super::Endpoint,
     token: Option<&str>,
     limit: Duration,
     scope: Scope,
 ) -> Result<Connection, ConnectError> {
-    client::open(url, limit, |_challenge| ConnectParams {
+    client::open(endpoint, limit, |_challenge| ConnectParams {
         min_protocol: MIN_PROTOCOL,
         max_protocol: MAX_PROTOCOL,
         client: ClientInfo {

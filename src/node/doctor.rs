@@ -35,7 +35,7 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 const TURN_TIMEOUT_SECS: u64 = 1800;
 
 pub struct Options {
-    pub gateway: String,
+    pub gateway: crate::gateway::Endpoint,
     pub token: Option<String>,
     pub agent: String,
     /// What the user asks the doctor, sent with the context.
@@ -160,6 +160,10 @@ impl Doctor<'_> {
                 Ok(conn) => {
                     self.backoff.reset();
                     self.conn = Some(conn);
+                }
+                Err(ConnectError::Refused(why) | ConnectError::Untrusted(why)) => {
+                    say(&format!("doctor: {why}"));
+                    return Err(Step::Fatal);
                 }
                 Err(ConnectError::Rejected(e)) if e.code == "INVALID_REQUEST" => {
                     say(&format!(

@@ -7,21 +7,24 @@
 //! it ends), refuses the second node and names the first.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 const FILE: &str = "node.lock";
+/// The holder's pid, apart from the locked file: Windows' locks are
+/// mandatory, so the locked file itself could not be read by the second.
+const PID_FILE: &str = "node.pid";
 
 /// The held lock; dropping it (or exiting) releases it.
 pub struct StateLock {
-    _file: File,
+    _file: Option<File>,
 }
 
 impl StateLock {
-    /// Takes the directory's lock, or says who holds it.
+    /// Takes the directory's lock, or says who holds it. A filesystem that
+    /// cannot lock at all (NFS without lockd) gets a warning, not a refusal.
     pub fn acquire(dir: &Path) -> Result<Self, String> {
         let path = dir.join(FILE);
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -31,27 +34,26 @@ impl StateLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = match holder.trim().parse::<u32>() {
-                    Ok(pid) => format!("pid {pid}"),
-                    Err(_) => "another process".to_owned(),
-                };
+                let holder = std::fs::read_to_string(dir.join(PID_FILE))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u32>().ok())
+                    .map(|pid| format!("pid {pid}"))
+                    .unwrap_or_else(|| "another process".to_owned());
                 return Err(format!(
                     "another clawbot_router node ({holder}) is already using the state directory {}: stop it, or give this node a state directory of its own with --state-dir DIR (each directory is one device on the gateway)",
                     dir.display()
                 ));
             }
             Err(TryLockError::Error(e)) => {
-                return Err(format!("cannot lock {}: {e}", path.display()));
+                super::say(&format!(
+                    "cannot lock {} ({e}): nothing stops a second node from sharing this state directory",
+                    path.display()
+                ));
+                return Ok(Self { _file: None });
             }
         }
-        // The holder's pid, for the message above.
-        let _ = file.set_len(0);
-        let _ = file.seek(SeekFrom::Start(0));
-        let _ = writeln!(file, "{}", std::process::id());
-        let _ = file.flush();
-        Ok(Self { _file: file })
+        let _ = std::fs::write(dir.join(PID_FILE), format!("{}\n", std::process::id()));
+        Ok(Self { _file: Some(file) })
     }
 }
 

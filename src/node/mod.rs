@@ -17,6 +17,7 @@ pub mod backoff;
 mod doctor;
 mod lock;
 mod name;
+mod pins;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -66,7 +67,7 @@ const NOT_GATEWAY_LIMIT: u32 = 3;
 const PAIRING_RETRY_CAP: Duration = Duration::from_secs(10);
 
 pub struct Options {
-    pub gateway: String,
+    pub gateway: gateway::Endpoint,
     pub token: Option<String>,
     pub display_name: Option<String>,
     pub state_dir: PathBuf,
@@ -177,6 +178,8 @@ struct Node {
     tokens: TokenStore,
     tools: Arc<Tools>,
     display_name: String,
+    /// The gateways' certificates this node has seen.
+    pins: pins::Pins,
     /// Held for the node's lifetime: one node per state directory.
     _lock: lock::StateLock,
     /// Whether the gateway's name for us was checked (once per run).
@@ -245,6 +248,7 @@ impl Node {
             tools: Tools::new(workspace, policy, audit),
             identity,
             display_name,
+            pins: pins::Pins::new(&options.state_dir),
             _lock: lock,
             name_checked: Default::default(),
             options,
@@ -254,7 +258,7 @@ impl Node {
     async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> u8 {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        let mut choice = if self.tokens.get(&self.options.gateway).is_some() {
+        let mut choice = if self.tokens.get(&self.options.gateway.url).is_some() {
             TokenChoice::Device
         } else {
             TokenChoice::Shared
@@ -262,6 +266,7 @@ impl Node {
         let mut tried_device_after_mismatch = false;
         let mut announced_pairing = HashSet::new();
         let mut not_gateway = 0;
+        let mut ever_connected = false;
         say(&format!(
             "device {} ({}), workspace {}; `--node {}` finds this node in openclaw nodes commands",
             &self.identity.device_id[..16],
@@ -272,20 +277,40 @@ impl Node {
         say(&format!("connecting to {}", self.options.gateway));
         loop {
             let token = self.token(choice);
+            let (trust, trusted_by) = self
+                .pins
+                .trust(&self.options.gateway.url, &self.options.gateway.trust);
+            let endpoint = gateway::Endpoint {
+                url: self.options.gateway.url.clone(),
+                trust,
+            };
             let attempt = tokio::select! {
                 _ = &mut shutdown => {
                     say("stopped");
                     return 0;
                 }
-                attempt = client::open(&self.options.gateway, HANDSHAKE_LIMIT, |c| self.connect_params(c, token.as_deref())) => attempt,
+                attempt = client::open(&endpoint, HANDSHAKE_LIMIT, |c| self.connect_params(c, token.as_deref())) => attempt,
             };
             let was_not_gateway = matches!(attempt, Err(ConnectError::NotGateway(_)));
             let mut wait = None;
             match attempt {
                 Ok(conn) => {
                     tried_device_after_mismatch = false;
+                    ever_connected = true;
+                    if let Some(presented) = conn.certificate {
+                        match self.pins.remember(&endpoint.url, presented, trusted_by) {
+                            Ok(Some(line)) => say(&line),
+                            Ok(None) => {}
+                            Err(e) => {
+                                say(&format!("cannot remember the gateway's certificate: {e}"))
+                            }
+                        }
+                    }
                     if let Some(device_token) = conn.device_token() {
-                        if let Err(e) = self.tokens.set(&self.options.gateway, Some(device_token)) {
+                        if let Err(e) = self
+                            .tokens
+                            .set(&self.options.gateway.url, Some(device_token))
+                        {
                             say(&format!("cannot save the device token: {e}"));
                         }
                         choice = TokenChoice::Device;
@@ -328,7 +353,7 @@ impl Node {
                         if choice == TokenChoice::Device =>
                     {
                         say("the gateway no longer accepts the saved device token; forgetting it");
-                        let _ = self.tokens.set(&self.options.gateway, None);
+                        let _ = self.tokens.set(&self.options.gateway.url, None);
                         if self.options.token.is_none() {
                             say(
                                 "no shared token to fall back on: pass --token or set OPENCLAW_GATEWAY_TOKEN",
@@ -346,7 +371,7 @@ impl Node {
                             .unwrap_or(false);
                         if can_retry
                             && !tried_device_after_mismatch
-                            && self.tokens.get(&self.options.gateway).is_some()
+                            && self.tokens.get(&self.options.gateway.url).is_some()
                         {
                             tried_device_after_mismatch = true;
                             choice = TokenChoice::Device;
@@ -378,11 +403,25 @@ impl Node {
                         error.code, error.message
                     )),
                 },
+                // Settings to fix, not hiccups: retrying changes nothing.
+                Err(ConnectError::Refused(why)) => {
+                    say(&why);
+                    return 1;
+                }
+                Err(ConnectError::Untrusted(why)) => {
+                    say(&why);
+                    if trusted_by == pins::Source::Remembered {
+                        say(&self.pins.reset_hint(&endpoint.url));
+                    }
+                    return 1;
+                }
                 Err(ConnectError::NotGateway(what)) => {
                     // Proof, not a hiccup: a few in a row and we stop
-                    // rather than knock on the wrong door for ever.
+                    // rather than knock on the wrong door for ever — unless
+                    // this URL was a gateway earlier in this run (then it is
+                    // one being replaced or restarted: keep trying).
                     not_gateway += 1;
-                    if not_gateway >= NOT_GATEWAY_LIMIT {
+                    if not_gateway >= NOT_GATEWAY_LIMIT && !ever_connected {
                         say(&format!(
                             "{} is not an OpenClaw gateway ({what}; {not_gateway} handshakes in a row): check --gateway (OpenClaw's default is ws://127.0.0.1:18789)",
                             self.options.gateway
@@ -417,7 +456,7 @@ impl Node {
         match choice {
             TokenChoice::Device => self
                 .tokens
-                .get(&self.options.gateway)
+                .get(&self.options.gateway.url)
                 .or_else(|| self.options.token.clone()),
             TokenChoice::Shared => self.options.token.clone(),
         }
@@ -575,13 +614,20 @@ impl Node {
         if self.name_checked.swap(true, Ordering::Relaxed) {
             return;
         }
-        let url = self.options.gateway.clone();
+        let (trust, _) = self
+            .pins
+            .trust(&self.options.gateway.url, &self.options.gateway.trust);
+        let endpoint = gateway::Endpoint {
+            url: self.options.gateway.url.clone(),
+            trust,
+        };
         let token = self.options.token.clone();
         let node_id = self.identity.device_id.clone();
         let wanted = self.display_name.clone();
         let explicit = self.options.display_name.is_some();
         tokio::spawn(async move {
-            let outcome = name::reconcile(&url, token.as_deref(), &node_id, &wanted).await;
+            let outcome =
+                name::reconcile(&endpoint, token.as_deref(), &node_id, &wanted, explicit).await;
             if let Some(line) = outcome.describe(&node_id, &wanted, explicit) {
                 say(&line);
             }

@@ -26,6 +26,9 @@ const LIMIT: Duration = Duration::from_secs(10);
 pub enum Outcome {
     /// The gateway already shows `wanted`.
     Same,
+    /// It shows `shown`, and no name was asked for: an operator's
+    /// `openclaw nodes rename` stands.
+    Kept { shown: String },
     /// It showed `old`; now it shows `wanted`.
     Renamed { old: String },
     /// It shows `old` and we could not change it (`why`).
@@ -37,9 +40,16 @@ pub enum Outcome {
     Unknown { why: String },
 }
 
-/// Makes the gateway show `wanted` for node `node_id`, if it can.
-pub async fn reconcile(url: &str, token: Option<&str>, node_id: &str, wanted: &str) -> Outcome {
-    let mut conn = match operator::connect(url, token, LIMIT, Scope::Pairing).await {
+/// Makes the gateway show `wanted` for node `node_id`, if it can and
+/// `rename` (the user gave `--display-name`); otherwise only asks.
+pub async fn reconcile(
+    endpoint: &crate::gateway::Endpoint,
+    token: Option<&str>,
+    node_id: &str,
+    wanted: &str,
+    rename: bool,
+) -> Outcome {
+    let mut conn = match operator::connect(endpoint, token, LIMIT, Scope::Pairing).await {
         Ok(conn) => conn,
         Err(e) => return Outcome::Unknown { why: e.to_string() },
     };
@@ -58,9 +68,16 @@ pub async fn reconcile(url: &str, token: Option<&str>, node_id: &str, wanted: &s
     if entry["approvalState"].as_str() != Some("approved") {
         return Outcome::NotApproved;
     }
-    let shown = entry["displayName"].as_str().unwrap_or_default().to_owned();
-    if shown == wanted {
+    let shown = entry["displayName"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    if shown == wanted.trim() {
         return Outcome::Same;
+    }
+    if !rename {
+        return Outcome::Kept { shown };
     }
     let params = json!({"nodeId": node_id, "displayName": wanted});
     match conn.call("node.rename", params, LIMIT).await {
@@ -91,11 +108,19 @@ impl Outcome {
         };
         match self {
             Outcome::Same => Some(format!("the gateway lists this node as {wanted:?}")),
+            Outcome::Kept { shown } => Some(format!(
+                "the gateway lists this node as {shown:?} (--display-name renames it)"
+            )),
             Outcome::Renamed { old } => Some(format!(
                 "the gateway listed this node as {old:?}; renamed it to {wanted:?} (node.rename)"
             )),
             Outcome::Differs { old, why } => Some(format!(
-                "the gateway lists this node as {old:?}, not {wanted:?}, and would not rename it ({why}); `--node {old}` finds it, or an operator runs\n    {}",
+                "the gateway lists this node as {old:?}, not {wanted:?}, and would not rename it ({why}); `--node {}` finds it, or an operator runs\n    {}",
+                if old.is_empty() {
+                    node_id.to_owned()
+                } else {
+                    shell_words::quote(old).into_owned()
+                },
                 fix()
             )),
             Outcome::NotApproved => None,

@@ -78,7 +78,7 @@ pub async fn call(
     let mut conn = tokio::select! {
         conn = connecting => match conn {
             Ok(conn) => conn,
-            Err(e) => return Attempt::NotReached(not_reached(&e, token.is_some())),
+            Err(e) => return Attempt::NotReached(not_reached(&e, token.is_some(), lang)),
         },
         signal = cancel.as_mut() => {
             let mut content = String::new();
@@ -86,7 +86,15 @@ pub async fn call(
             return Attempt::Done(reply(content, Status::Interrupted(signal.number), started, None, false));
         }
         _ = tokio::time::sleep_until(deadline.into()) => {
-            return NotReached::unreachable(format!("no answer within {}s", seconds(options.timeout)));
+            // The whole time went on connecting: a timeout, said as one.
+            let sentence = messages::timed_out(lang, &seconds(options.timeout));
+            let mut reply = reply(sentence.clone(), Status::TimedOut, started, None, true);
+            if options.format == Format::Structured {
+                let cleaned = structured::without_answer("timeout", "timeout", sentence);
+                reply.result.content = cleaned.content;
+                reply.result.details = Some(cleaned.details);
+            }
+            return Attempt::Done(reply);
         }
     };
     let (agent_id, to) = match route {
@@ -282,10 +290,10 @@ fn channel_refusal(error: &ErrorShape) -> bool {
         || detail.starts_with("AUTH_")
 }
 
-fn not_reached(e: &ConnectError, token_given: bool) -> NotReached {
+fn not_reached(e: &ConnectError, token_given: bool, lang: messages::Lang) -> NotReached {
     let ConnectError::Rejected(error) = e else {
         return NotReached {
-            why: e.to_string(),
+            why: describe(e, lang),
             refused: false,
             token: None,
         };
@@ -306,6 +314,28 @@ fn not_reached(e: &ConnectError, token_given: bool) -> NotReached {
         why: format!("{code}: {}", error.message),
         refused: true,
         token,
+    }
+}
+
+/// Why the connection failed, in the caller's language (what is ours is
+/// translated; what others said is quoted).
+fn describe(e: &ConnectError, lang: messages::Lang) -> String {
+    if lang == messages::Lang::En {
+        return e.to_string();
+    }
+    match e {
+        ConnectError::Transport(os) => format!("无法建立连接（详情：“{os}”）"),
+        ConnectError::Timeout(limit) => {
+            format!("网关在 {} 秒内没有完成握手", seconds(*limit))
+        }
+        ConnectError::Closed => "网关在握手中关闭了连接".into(),
+        ConnectError::Protocol(what) => {
+            format!("网关对 connect 的回答不是 hello-ok（原文：“{what}”）")
+        }
+        ConnectError::NotGateway(what) => format!("对方不是 OpenClaw 网关（详情：“{what}”）"),
+        ConnectError::Refused(why) => format!("连接前即已拒绝（详情：“{why}”）"),
+        ConnectError::Untrusted(why) => format!("网关的 TLS 证书未被信任（详情：“{why}”）"),
+        ConnectError::Rejected(error) => format!("{}: {}", error.detail_code(), error.message),
     }
 }
 

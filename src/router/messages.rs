@@ -123,7 +123,7 @@ pub fn killed_by(lang: Lang, signal: i32) -> String {
 pub fn gateway_unreachable(lang: Lang, url: &str, reason: &dyn fmt::Display) -> String {
     match lang {
         Lang::Zh => {
-            format!("{PREFIX} 无法连接 OpenClaw 网关 {url}（原文：“{reason}”），未调用远程 Agent。")
+            format!("{PREFIX} 无法连接 OpenClaw 网关 {url}（{reason}），未调用远程 Agent。")
         }
         Lang::En => format!(
             "{PREFIX} Could not reach the OpenClaw gateway at {url} ({reason}); the remote agent was not called."
@@ -171,7 +171,7 @@ pub fn gateway_refused(lang: Lang, url: &str, reason: &str, token: Option<TokenP
 pub fn gateway_lost(lang: Lang, reason: &str) -> String {
     match lang {
         Lang::Zh => {
-            format!("{PREFIX} 与 OpenClaw 网关的连接中断（原文：“{reason}”），没有拿到本次结果。")
+            format!("{PREFIX} 与 OpenClaw 网关的连接中断（详情：“{reason}”），没有拿到本次结果。")
         }
         Lang::En => format!(
             "{PREFIX} The connection to the OpenClaw gateway was lost ({reason}) before the result arrived."

@@ -46,8 +46,8 @@ pub enum Format {
 pub struct Options {
     pub via: Via,
     pub format: Format,
-    /// The gateway's URL and shared token (`--via gateway|auto`).
-    pub gateway: String,
+    /// The gateway and its shared token (`--via gateway|auto`).
+    pub gateway: crate::gateway::Endpoint,
     pub token: Option<String>,
     /// Where a running turn's progress is shown (the spinner), if anywhere.
     pub activity: Option<crate::ui::Activity>,
@@ -155,9 +155,9 @@ pub async fn call(
         // same (1), not "could not start" — nothing was to be started.
         gateway::Attempt::NotReached(not) => {
             let content = if not.refused {
-                messages::gateway_refused(options.lang, &options.gateway, &not.why, not.token)
+                messages::gateway_refused(options.lang, &options.gateway.url, &not.why, not.token)
             } else {
-                messages::gateway_unreachable(options.lang, &options.gateway, &not.why)
+                messages::gateway_unreachable(options.lang, &options.gateway.url, &not.why)
             };
             refuse(started, content, Status::Failed(1), Some("gateway"))
         }

@@ -45,6 +45,56 @@ pub struct Config {
     pub max_payload: usize,
     /// Agent ids `agent` accepts.
     pub agents: Vec<String>,
+    /// Serve `wss://` with this certificate.
+    pub tls: Option<TestCert>,
+}
+
+/// A self-signed certificate for a `wss://` fake gateway.
+#[derive(Clone)]
+pub struct TestCert {
+    pub cert: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl std::fmt::Debug for TestCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TestCert({})", self.fingerprint())
+    }
+}
+
+impl TestCert {
+    pub fn self_signed() -> Self {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+            .unwrap();
+        Self {
+            cert: cert.cert.der().to_vec(),
+            key: cert.signing_key.serialize_der(),
+        }
+    }
+
+    /// `AB:CD:…`, as `openssl x509 -fingerprint -sha256` prints it.
+    pub fn fingerprint(&self) -> String {
+        Sha256::digest(&self.cert)
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+
+    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(self.cert.clone())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.clone())),
+            )
+            .unwrap();
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    }
 }
 
 impl Default for Config {
@@ -56,6 +106,7 @@ impl Default for Config {
             tick_ms: 30_000,
             max_payload: 26_214_400,
             agents: vec!["main".into(), "doctor".into()],
+            tls: None,
         }
     }
 }
@@ -83,6 +134,7 @@ struct State {
     /// The name `node.list` shows per node id.
     node_names: HashMap<String, String>,
     renames: Vec<Value>,
+    accepted: usize,
 }
 
 struct Run {
@@ -139,7 +191,17 @@ impl FakeGateway {
     }
 
     pub fn url(&self) -> String {
-        format!("ws://{}", self.addr)
+        let scheme = if self.config.tls.is_some() {
+            "wss"
+        } else {
+            "ws"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// TCP connections accepted so far (TLS or not, handshake or not).
+    pub fn accepted(&self) -> usize {
+        self.state.lock().unwrap().accepted
     }
 
     fn serve(&mut self, listener: TcpListener) {
@@ -152,6 +214,7 @@ impl FakeGateway {
             results: self.results.clone(),
             to_operators: self.to_operators.clone(),
         };
+        let tls = self.config.tls.as_ref().map(TestCert::acceptor);
         tokio::spawn(async move {
             let mut conns = Vec::new();
             loop {
@@ -159,7 +222,17 @@ impl FakeGateway {
                     _ = &mut stopped => break,
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        conns.push(tokio::spawn(connection(stream, hub.clone())));
+                        hub.state.lock().unwrap().accepted += 1;
+                        let hub = hub.clone();
+                        conns.push(match tls.clone() {
+                            None => tokio::spawn(connection(stream, hub)),
+                            Some(tls) => tokio::spawn(async move {
+                                // A client that rejects our certificate ends here.
+                                if let Ok(stream) = tls.accept(stream).await {
+                                    connection(stream, hub).await;
+                                }
+                            }),
+                        });
                     }
                 }
             }
@@ -475,7 +548,10 @@ struct Hub {
     to_operators: broadcast::Sender<(Option<u64>, String)>,
 }
 
-async fn connection(stream: tokio::net::TcpStream, hub: Hub) {
+async fn connection<S>(stream: S, hub: Hub)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let Hub {
         config,
         state,

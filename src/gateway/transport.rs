@@ -1,0 +1,521 @@
+//! The wire under every gateway client: `ws://` and `wss://`.
+//!
+//! - **Trust.** `wss://` is verified against the operating system's
+//!   certificate store, or — with a pin (`--tls-fingerprint`, a setup code,
+//!   the node's remembered pin) — by the SHA-256 of the gateway's leaf
+//!   certificate alone, as OpenClaw's own clients pin a self-signed gateway.
+//!   The TLS handshake completes (and the certificate is judged) before the
+//!   WebSocket upgrade, so no token ever reaches an unverified server.
+//! - **Plaintext only where OpenClaw allows it**: loopback, private,
+//!   link-local and CGNAT addresses, `.local` and `.ts.net` names. `ws://`
+//!   to anything else is refused before a socket is opened.
+//! - Every failure is one line: which host, what was expected and what was
+//!   presented, or why the chain was rejected.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Arc, Mutex};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::http::Uri;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A SHA-256 certificate fingerprint.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint(pub [u8; 32]);
+
+impl Fingerprint {
+    /// OpenClaw's normalisation: an optional `sha256:`/`sha-256:` label,
+    /// then 64 hex digits in any case, with or without `:` (or spaces)
+    /// between the bytes — what `openssl x509 -fingerprint -sha256` prints
+    /// (`sha256 Fingerprint=AB:CD:…`) pasted whole works too.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut t = text.trim();
+        if let Some((label, rest)) = t.split_once('=') {
+            if label.to_ascii_lowercase().contains("fingerprint") {
+                t = rest.trim();
+            }
+        }
+        let lower = t.to_ascii_lowercase();
+        let t = lower
+            .strip_prefix("sha256:")
+            .or_else(|| lower.strip_prefix("sha-256:"))
+            .unwrap_or(&lower);
+        let hex: String = t
+            .chars()
+            .filter(|c| !matches!(c, ':' | ' ' | '-'))
+            .collect();
+        if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "{text:?} is not a SHA-256 fingerprint (64 hex digits, colons optional, as `openssl x509 -noout -fingerprint -sha256` prints it)"
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("checked hex");
+        }
+        Ok(Self(bytes))
+    }
+
+    pub fn of(der: &[u8]) -> Self {
+        Self(Sha256::digest(der).into())
+    }
+}
+
+/// `AB:CD:…`, the form openssl and OpenClaw's docs print.
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex: Vec<String> = self.0.iter().map(|b| format!("{b:02X}")).collect();
+        f.write_str(&hex.join(":"))
+    }
+}
+
+impl std::fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// How a `wss://` gateway is trusted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trust {
+    /// Accept exactly this certificate (no chain, no name check), as
+    /// OpenClaw does for a pinned gateway.
+    pub pin: Option<Fingerprint>,
+}
+
+/// Why the wire could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// Refused before connecting: the URL is wrong, or `ws://` to a host
+    /// where OpenClaw forbids plaintext.
+    #[error("{0}")]
+    Refused(String),
+    /// The server's certificate was not accepted (a pin mismatch, an
+    /// untrusted chain, a wrong name): a setting to fix, not a hiccup.
+    #[error("{0}")]
+    Untrusted(String),
+    /// The network or the handshake failed.
+    #[error("{0}")]
+    Transport(String),
+    /// Something answered HTTP but would not upgrade to WebSocket: the
+    /// status code and its text.
+    #[error("it answered HTTP {1} to the WebSocket upgrade")]
+    NotWebSocket(u16, String),
+}
+
+/// The parts of a gateway URL the wire needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Self, WireError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| WireError::Refused(format!("{url:?} is not a gateway URL ({e})")))?;
+        let tls = match uri.scheme_str() {
+            Some("wss") => true,
+            Some("ws") => false,
+            _ => {
+                return Err(WireError::Refused(format!(
+                    "{url:?} is not a gateway URL: it must start with ws:// or wss://"
+                )));
+            }
+        };
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| WireError::Refused(format!("{url:?} names no host")))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        Ok(Self { tls, host, port })
+    }
+}
+
+/// OpenClaw's rule for `ws://`: only where the network is not the
+/// internet. Loopback, RFC 1918, link-local, CGNAT (100.64/10), IPv6
+/// unique-local and link-local, `localhost`, `.local` and `.ts.net` names.
+pub fn plaintext_allowed(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return private_address(ip);
+    }
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.ends_with(".local")
+        || host.ends_with(".ts.net")
+}
+
+fn private_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => private_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return private_v4(v4);
+            }
+            let first = v6.segments()[0];
+            v6 == Ipv6Addr::LOCALHOST
+                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+        }
+    }
+}
+
+fn private_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, ..] = v4.octets();
+    v4.is_loopback()
+        || v4.is_private()
+        || v4.is_link_local()
+        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64.0.0/10
+}
+
+/// Whether `host` is this machine (where OpenClaw trusts a device-less
+/// operator with the shared token).
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    match host.parse::<IpAddr>() {
+        Ok(ip) => {
+            ip.is_loopback()
+                || matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+        }
+        Err(_) => host == "localhost" || host.ends_with(".localhost"),
+    }
+}
+
+/// Opens the TCP connection, TLS when `wss://`, and the WebSocket upgrade.
+/// What the verifier saw is returned even on failure (`Seen`), so callers
+/// can remember or report the certificate.
+pub async fn open(
+    url: &str,
+    trust: &Trust,
+    config: WebSocketConfig,
+) -> (Result<Ws, WireError>, Seen) {
+    let seen = Seen::default();
+    let result = connect(url, trust, config, &seen).await;
+    (result, seen)
+}
+
+/// The certificate the gateway presented, if it got that far.
+#[derive(Clone, Default, Debug)]
+pub struct Seen(Arc<Mutex<Option<Fingerprint>>>);
+
+impl Seen {
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
+        *self.0.lock().unwrap()
+    }
+}
+
+async fn connect(
+    url: &str,
+    trust: &Trust,
+    config: WebSocketConfig,
+    seen: &Seen,
+) -> Result<Ws, WireError> {
+    let target = Target::parse(url)?;
+    if !target.tls && trust.pin.is_some() {
+        return Err(WireError::Refused(format!(
+            "a TLS fingerprint is given, but {url} is plaintext ws://: use wss:// (or --tls on the node)"
+        )));
+    }
+    if !target.tls && !plaintext_allowed(&target.host) {
+        return Err(WireError::Refused(format!(
+            "refusing plaintext ws:// to {}: it is not a loopback, private or .local/.ts.net address, and the token would cross the network unencrypted; use wss:// (--gateway wss://{}:{}/…, or --tls on the node)",
+            target.host, target.host, target.port
+        )));
+    }
+    let tcp = TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| {
+            WireError::Transport(format!("cannot reach {}:{}: {e}", target.host, target.port))
+        })?;
+    // Small frames must leave at once: Nagle plus delayed ACKs add tens of
+    // milliseconds to a round trip.
+    let _ = tcp.set_nodelay(true);
+    let stream = if target.tls {
+        MaybeTlsStream::Rustls(handshake(tcp, &target, trust, seen).await?)
+    } else {
+        MaybeTlsStream::Plain(tcp)
+    };
+    let (ws, _) = tokio_tungstenite::client_async_with_config(url, stream, Some(config))
+        .await
+        .map_err(|e| match e {
+            tokio_tungstenite::tungstenite::Error::Http(response) => {
+                WireError::NotWebSocket(response.status().as_u16(), response.status().to_string())
+            }
+            e => WireError::Transport(e.to_string()),
+        })?;
+    Ok(ws)
+}
+
+async fn handshake(
+    tcp: TcpStream,
+    target: &Target,
+    trust: &Trust,
+    seen: &Seen,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, WireError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verdict = Arc::new(Mutex::new(None));
+    let verifier = Verifier::new(provider.clone(), trust.pin, seen.clone(), verdict.clone())
+        .map_err(WireError::Untrusted)?;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| WireError::Transport(format!("TLS setup: {e}")))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    let name = ServerName::try_from(target.host.clone()).map_err(|e| {
+        WireError::Refused(format!("{:?} is not a TLS server name: {e}", target.host))
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    connector.connect(name, tcp).await.map_err(|e| {
+        let host = format!("{}:{}", target.host, target.port);
+        match verdict.lock().unwrap().take() {
+            Some(problem) => WireError::Untrusted(format!("TLS: {host} {problem}")),
+            None => WireError::Transport(format!("TLS handshake with {host} failed: {e}")),
+        }
+    })
+}
+
+/// Judges the gateway's certificate: by pin when there is one, else by
+/// the system's trust store; records what it saw and, on refusal, why.
+#[derive(Debug)]
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    pin: Option<Fingerprint>,
+    chain: Option<Arc<dyn ServerCertVerifier>>,
+    seen: Seen,
+    verdict: Arc<Mutex<Option<String>>>,
+}
+
+impl Verifier {
+    fn new(
+        provider: Arc<CryptoProvider>,
+        pin: Option<Fingerprint>,
+        seen: Seen,
+        verdict: Arc<Mutex<Option<String>>>,
+    ) -> Result<Self, String> {
+        let chain = match pin {
+            Some(_) => None,
+            None => Some(system_verifier(provider.clone())?),
+        };
+        Ok(Self {
+            provider,
+            pin,
+            chain,
+            seen,
+            verdict,
+        })
+    }
+
+    fn refuse(&self, problem: String) -> rustls::Error {
+        *self.verdict.lock().unwrap() = Some(problem.clone());
+        rustls::Error::General(problem)
+    }
+}
+
+/// The operating system's trust store (loaded once per process).
+fn system_verifier(provider: Arc<CryptoProvider>) -> Result<Arc<dyn ServerCertVerifier>, String> {
+    static ROOTS: std::sync::OnceLock<Arc<rustls::RootCertStore>> = std::sync::OnceLock::new();
+    let roots = ROOTS.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        roots.add_parsable_certificates(found.certs);
+        Arc::new(roots)
+    });
+    if roots.is_empty() {
+        return Err(
+            "the system has no trusted certificates to verify the gateway with: pin its certificate with --tls-fingerprint (or OPENCLAW_GATEWAY_TLS_FINGERPRINT)".into(),
+        );
+    }
+    rustls::client::WebPkiServerVerifier::builder_with_provider(roots.clone(), provider)
+        .build()
+        .map(|v| v as Arc<dyn ServerCertVerifier>)
+        .map_err(|e| format!("cannot use the system's trusted certificates: {e}"))
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let presented = Fingerprint::of(end_entity);
+        *self.seen.0.lock().unwrap() = Some(presented);
+        if let Some(pin) = self.pin {
+            return if presented == pin {
+                Ok(ServerCertVerified::assertion())
+            } else {
+                Err(self.refuse(format!(
+                    "presented a certificate with SHA-256 fingerprint {presented}, but {pin} is pinned: not the expected gateway (or its certificate was replaced — if so, pin the new one with --tls-fingerprint)"
+                )))
+            };
+        }
+        let chain = self.chain.as_ref().expect("no pin: a chain verifier");
+        chain
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            .map_err(|e| {
+                self.refuse(format!(
+                    "presented a certificate the system does not trust ({e}; fingerprint {presented}): if this is your gateway's self-signed certificate, pin it with --tls-fingerprint {presented}"
+                ))
+            })
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEX: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn fingerprints_normalise_as_openclaw_does() {
+        let want = Fingerprint::parse(HEX).unwrap();
+        let colons: Vec<String> = (0..32)
+            .map(|i| HEX[2 * i..2 * i + 2].to_uppercase())
+            .collect();
+        for text in [
+            HEX.to_uppercase(),
+            colons.join(":"),
+            colons.join(":").to_lowercase(),
+            format!("sha256:{HEX}"),
+            format!("SHA256:{}", colons.join(":")),
+            format!("sha256 Fingerprint={}", colons.join(":")),
+            format!("  {HEX}\n"),
+        ] {
+            assert_eq!(Fingerprint::parse(&text), Ok(want), "{text}");
+        }
+        assert_eq!(want.to_string(), colons.join(":"));
+        for bad in [
+            "",
+            "abc",
+            &HEX[1..],
+            &format!("{HEX}00"),
+            &HEX.replace('9', "g"),
+        ] {
+            assert!(Fingerprint::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plaintext_only_off_the_internet() {
+        for ok in [
+            "127.0.0.1",
+            "127.8.9.10",
+            "::1",
+            "localhost",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.20",
+            "169.254.3.4",
+            "100.64.0.1",
+            "100.127.255.254",
+            "fd12:3456::1",
+            "fe80::1",
+            "::ffff:192.168.0.1",
+            "printer.local",
+            "gw.tail1234.ts.net",
+            "GW.TS.NET.",
+        ] {
+            assert!(plaintext_allowed(ok), "{ok}");
+        }
+        for public in [
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "192.169.0.1",
+            "2001:db8::1",
+            "doctor.openclaw.ai",
+            "local",
+            "evil.local.example.com",
+            "ts.net.example.com",
+        ] {
+            assert!(!plaintext_allowed(public), "{public}");
+        }
+    }
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(
+            Target::parse("wss://gw.example:8443/ws").unwrap(),
+            Target {
+                tls: true,
+                host: "gw.example".into(),
+                port: 8443
+            }
+        );
+        assert_eq!(Target::parse("ws://[::1]:18789").unwrap().host, "::1");
+        assert_eq!(Target::parse("wss://gw.example").unwrap().port, 443);
+        assert!(Target::parse("http://gw:1").is_err());
+        assert!(Target::parse("not a url").is_err());
+    }
+
+    #[tokio::test]
+    async fn plaintext_to_a_public_host_is_refused_before_connecting() {
+        let (result, seen) = open(
+            "ws://public-host.invalid:18789",
+            &Trust::default(),
+            WebSocketConfig::default(),
+        )
+        .await;
+        let Err(WireError::Refused(why)) = result else {
+            panic!("not refused")
+        };
+        assert!(
+            why.contains("refusing plaintext ws:// to public-host.invalid")
+                && why.contains("wss://"),
+            "{why}"
+        );
+        assert!(seen.fingerprint().is_none());
+    }
+}
