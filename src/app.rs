@@ -107,10 +107,26 @@ fn node_endpoint(args: &NodeArgs, gateway_flag: bool) -> Result<gateway::Endpoin
     })
 }
 
+/// `--pair CODE` (or `-`: one line of stdin), decoded; never echoed.
+fn setup_code(args: &NodeArgs) -> Result<Option<gateway::setup_code::SetupCode>, String> {
+    let Some(text) = args.pair.as_deref() else {
+        return Ok(None);
+    };
+    let text = if text == "-" {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| format!("--pair -: cannot read the setup code from stdin: {e}"))?;
+        line
+    } else {
+        text.to_owned()
+    };
+    gateway::setup_code::decode(&text, gateway::setup_code::now_ms()).map(Some)
+}
+
 fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
-    let gateway = node_endpoint(&args, gateway_flag)?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let state_dir = args.state_dir.unwrap_or_else(|| {
+    let state_dir = args.state_dir.clone().unwrap_or_else(|| {
         std::env::var_os("XDG_STATE_HOME")
             .filter(|d| !d.is_empty())
             .map(std::path::PathBuf::from)
@@ -118,8 +134,35 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
             .unwrap_or_else(std::env::temp_dir)
             .join("clawbot_router")
     });
+    let pair = setup_code(&args)?;
+    let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
+    let mut gateway = node_endpoint(&args, gateway_flag)?;
+    let named =
+        gateway_flag || args.host.is_some() || args.port.is_some() || args.context_path.is_some();
+    if let Some(code) = &pair {
+        // The code names the gateway; a flag that names another is a mistake.
+        if named && gateway.url != code.url {
+            return Err(format!(
+                "the setup code is for {} but the command line names {}: drop one",
+                code.url, gateway.url
+            ));
+        }
+        gateway.url = code.url.clone();
+        if gateway.trust.pin.is_none() {
+            gateway.trust.pin = code.fingerprint;
+        }
+    } else if !named && !from_env {
+        // Nothing names a gateway: the one this node last served, as
+        // `openclaw node run` reuses its saved endpoint.
+        if let Some(saved) = node::saved_gateway(&state_dir) {
+            gateway.url = saved;
+        }
+    }
+
     Ok(node::Options {
         gateway,
+        pair,
+        pair_if_needed: args.pair_if_needed,
         token: args.gateway.token.filter(|t| !t.trim().is_empty()),
         display_name: args.display_name,
         state_dir,

@@ -65,6 +65,22 @@ pub struct NodeArgs {
     #[arg(long, value_name = "PATH")]
     pub context_path: Option<String>,
 
+    /// Enrol with a setup code (or `oc-pair://` URL) from `openclaw qr
+    /// --setup-code-only`; `-` reads it from stdin, keeping it off the
+    /// command line. It names the gateway (and its TLS pin) too.
+    #[arg(
+        long,
+        value_name = "CODE",
+        env = "CLAWBOT_ROUTER_SETUP_CODE",
+        hide_env_values = true
+    )]
+    pub pair: Option<String>,
+
+    /// With --pair: use the code only if this node has no device token for
+    /// that gateway yet (so the same command line works after enrolment).
+    #[arg(long, requires = "pair")]
+    pub pair_if_needed: bool,
+
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]
     pub display_name: Option<String>,

@@ -35,6 +35,26 @@ impl Node {
         Node { child, stderr, dir }
     }
 
+    /// A node started with exactly `args` (after the router's own path),
+    /// state and workspace in a directory of its own.
+    fn start_args(args: &[&str]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let mut child = common::router()
+            .args(args)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("--workspace")
+            .arg(dir.path().join("ws"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = common::collect(child.stderr.take().unwrap());
+        Node { child, stderr, dir }
+    }
+
     /// The same node (its state and workspace) started again with `args`.
     fn restart(&mut self, url: &str, args: &[&str]) {
         let _ = self.child.kill();
@@ -494,6 +514,261 @@ async fn a_node_stopped_while_it_waits_to_reconnect_says_so() {
         "{}",
         node.stderr()
     );
+}
+
+// ---- TLS ----------------------------------------------------------------------
+
+async fn tls_gateway() -> (FakeGateway, common::gateway::TestCert) {
+    let cert = common::gateway::TestCert::self_signed();
+    let gw = FakeGateway::start(Config {
+        tls: Some(cert.clone()),
+        ..Config::default()
+    })
+    .await;
+    (gw, cert)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_wss_gateway_is_served_and_its_pin_remembered() {
+    let (gw, cert) = tls_gateway().await;
+    let pin = cert.fingerprint().to_lowercase().replace(':', "");
+    let mut node = Node::start(&gw.url(), &["--token", TOKEN, "--tls-fingerprint", &pin]);
+    gw.wait_hellos(1, LONG).await;
+    let r = gw.invoke("system.which", json!({"bins": ["sh"]})).await;
+    assert!(payload(&r)["bins"]["sh"].is_string());
+    node.wait_stderr("remembered the gateway's certificate", LONG)
+        .await;
+    let pins = std::fs::read_to_string(node.state().join("gateway-pins.json")).unwrap();
+    assert!(pins.contains(&cert.fingerprint()), "{pins}");
+    // Later, without the flag: the remembered pin is enough.
+    node.restart(&gw.url(), &["--token", TOKEN]);
+    gw.wait_hellos(2, LONG).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_or_missing_pin_is_refused_before_any_frame() {
+    let (gw, cert) = tls_gateway().await;
+    let wrong = "AB:".repeat(31) + "AB";
+    let mut node = Node::start(&gw.url(), &["--token", TOKEN, "--tls-fingerprint", &wrong]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    let said = node.stderr();
+    assert!(
+        said.contains(&format!(
+            "presented a certificate with SHA-256 fingerprint {}, but {wrong} is pinned",
+            cert.fingerprint()
+        )),
+        "{said}"
+    );
+    // Self-signed and nothing pinned: the system does not vouch for it.
+    let mut node = Node::start(&gw.url(), &["--token", TOKEN]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    let said = node.stderr();
+    assert!(
+        said.contains("presented a certificate the system does not trust")
+            && said.contains(&format!("--tls-fingerprint {}", cert.fingerprint())),
+        "{said}"
+    );
+    assert!(gw.accepted() >= 2, "the node did reach the server");
+    assert!(gw.connects().is_empty(), "no frame (and no token) was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_certificate_is_refused_with_how_to_reset() {
+    let (gw, cert) = tls_gateway().await;
+    let mut node = Node::start(
+        &gw.url(),
+        &["--token", TOKEN, "--tls-fingerprint", &cert.fingerprint()],
+    );
+    gw.wait_hellos(1, LONG).await;
+    node.wait_stderr("remembered the gateway's certificate", LONG)
+        .await;
+    // The same address, another certificate.
+    let url = gw.url();
+    drop(gw);
+    let other = common::gateway::TestCert::self_signed();
+    let gw2 = FakeGateway::start_at(
+        url.trim_start_matches("wss://").parse().unwrap(),
+        Config {
+            tls: Some(other.clone()),
+            ..Config::default()
+        },
+    )
+    .await;
+    node.restart(&url, &["--token", TOKEN]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    let said = node.stderr();
+    assert!(
+        said.contains(&format!(
+            "fingerprint {}, but {} is pinned",
+            other.fingerprint(),
+            cert.fingerprint()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("gateway-pins.json") && said.contains("--tls-fingerprint"),
+        "{said}"
+    );
+    assert!(gw2.connects().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plaintext_to_a_public_host_is_refused_before_connecting() {
+    let mut node = Node::start("ws://gateway.example.invalid:18789", &["--token", TOKEN]);
+    assert_eq!(node.wait_exit(LONG).await, Some(1));
+    assert!(
+        node.stderr()
+            .contains("refusing plaintext ws:// to gateway.example.invalid"),
+        "{}",
+        node.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openclaws_endpoint_flags_build_the_url_and_conflict_with_gateway() {
+    let (gw, cert) = tls_gateway().await;
+    let port = gw.addr.port().to_string();
+    let node = Node::start_args(&[
+        "node",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--tls",
+        "--tls-fingerprint",
+        &cert.fingerprint(),
+        "--token",
+        TOKEN,
+        "--display-name",
+        "flags",
+    ]);
+    gw.wait_hellos(1, LONG).await;
+    node.wait_stderr(&format!("connected to wss://127.0.0.1:{port}"), LONG)
+        .await;
+    let out = tokio::task::spawn_blocking(move || {
+        common::run(common::router().args(["node", "--gateway", "ws://127.0.0.1:1", "--host", "h"]))
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("--gateway ws://127.0.0.1:1 and --host/--port/--tls/--context-path both name the gateway"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_setup_code_enrols_the_node_and_the_device_token_carries_on() {
+    let (gw, cert) = tls_gateway().await;
+    let code = gw.setup_code(Some(&cert.fingerprint()));
+    // No shared token, no URL, no pin: the code carries all three.
+    let mut node = Node::start_args(&[
+        "node",
+        "--pair",
+        &format!("oc-pair://{code}"),
+        "--display-name",
+        "paired",
+    ]);
+    node.wait_stderr("connected to", LONG).await;
+    assert_eq!(gw.bootstrap_used(), 1);
+    let connect = &gw.connects()[0];
+    assert!(connect["auth"].get("token").is_none(), "{connect}");
+    assert!(connect["auth"]["bootstrapToken"].is_string());
+    let said = node.stderr();
+    assert!(!said.contains(&code), "the code is never printed: {said}");
+    // Restarted with nothing: the saved gateway, pin and device token.
+    node.signal(libc::SIGINT);
+    assert_eq!(node.wait_exit(LONG).await, Some(0));
+    let state = node.state();
+    let files = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        !files.contains(&code)
+            && !files.contains(connect["auth"]["bootstrapToken"].as_str().unwrap()),
+        "the code is never written"
+    );
+    let restarted = common::router()
+        .args(["node", "--display-name", "paired"])
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--workspace")
+        .arg(node.ws())
+        .env_remove("OPENCLAW_GATEWAY_URL")
+        .env_remove("OPENCLAW_GATEWAY_TOKEN")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(restarted);
+    gw.wait_hellos(2, LONG).await;
+    let again = &gw.connects()[1];
+    assert!(
+        again["auth"]["token"].is_string() && again["auth"].get("bootstrapToken").is_none(),
+        "{again}"
+    );
+    // The same command line again: --pair-if-needed skips the used code.
+    drop(_guard);
+    let with_code = common::router()
+        .args([
+            "node",
+            "--pair",
+            &code,
+            "--pair-if-needed",
+            "--display-name",
+            "paired",
+        ])
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--workspace")
+        .arg(node.ws())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(with_code);
+    gw.wait_hellos(3, LONG).await;
+    assert!(gw.connects()[2]["auth"]["token"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_used_or_expired_setup_code_gets_openclaws_reason_and_a_hint() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let code = gw.setup_code(None);
+    let first = Node::start_args(&["node", "--pair", &code]);
+    first.wait_stderr("connected to", LONG).await;
+    drop(first);
+    // Used already (another node, its own state).
+    let mut second = Node::start_args(&["node", "--pair", &code]);
+    assert_eq!(second.wait_exit(LONG).await, Some(1));
+    let said = second.stderr();
+    assert!(
+        said.contains("the gateway refused the setup code: unauthorized: setup code invalid, expired, revoked, or already used")
+            && said.contains("openclaw qr --setup-code-only"),
+        "{said}"
+    );
+    // Expired: refused before connecting.
+    use base64::Engine;
+    let expired = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"url": gw.url(), "bootstrapToken": "x", "expiresAtMs": 1000}).to_string());
+    let before = gw.accepted();
+    let mut third = Node::start_args(&["node", "--pair", &expired]);
+    assert_eq!(third.wait_exit(LONG).await, Some(2));
+    assert!(
+        third
+            .stderr()
+            .contains("the pairing setup code has expired"),
+        "{}",
+        third.stderr()
+    );
+    assert_eq!(gw.accepted(), before);
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 // ---- Reconnects and shutdown ---------------------------------------------------

@@ -476,3 +476,52 @@ async fn a_timeout_after_a_reconnect_still_aborts_the_run() {
     assert_eq!(scopes[0], serde_json::json!(["operator.write"]));
     assert_eq!(scopes[1], serde_json::json!(["operator.admin"]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wss_gateway_pinned_by_fingerprint_answers_and_a_wrong_pin_sends_nothing() {
+    let cert = common::gateway::TestCert::self_signed();
+    let gw = FakeGateway::start(Config {
+        tls: Some(cert.clone()),
+        ..Config::default()
+    })
+    .await;
+    let mut cmd = gateway_call(&gw, &["-m", "over tls"]);
+    cmd.env("OPENCLAW_GATEWAY_TLS_FINGERPRINT", cert.fingerprint());
+    let run = call(cmd).await;
+    assert_eq!(run.content(), "ECHO: over tls\n", "{}", run.stdout);
+    let wrong = "00".repeat(32);
+    let run = call(gateway_call(&gw, &["-m", "x", "--tls-fingerprint", &wrong])).await;
+    let content = run.content();
+    assert!(
+        content.starts_with(&format!(
+            "[clawbot_router] Could not reach the OpenClaw gateway at {} (TLS: 127.0.0.1:",
+            gw.url()
+        )) && content.contains(&format!(
+            "presented a certificate with SHA-256 fingerprint {}",
+            cert.fingerprint()
+        )),
+        "{content}"
+    );
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        gw.operator_connects().len(),
+        1,
+        "only the pinned call sent frames"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plaintext_to_a_public_host_is_refused_with_the_flag_to_change() {
+    let mut cmd = router();
+    via("ws://gateway.example.invalid:18789", "gateway", &mut cmd);
+    cmd.args(["-m", "hi"]);
+    let run = call(cmd).await;
+    assert!(
+        run.content()
+            .contains("refusing plaintext ws:// to gateway.example.invalid")
+            && run.content().contains("use wss://"),
+        "{}",
+        run.content()
+    );
+    assert_eq!(run.code, Some(1));
+}

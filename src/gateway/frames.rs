@@ -137,9 +137,13 @@ pub struct ClientInfo {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Auth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// A setup code's one-time token (enrolment without the shared token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_token: Option<String>,
 }
 
 /// `connect.device`: who we are, proven by a signature over the challenge.

@@ -6,6 +6,7 @@ pub mod client;
 pub mod frames;
 pub mod identity;
 pub mod operator;
+pub mod setup_code;
 pub mod transport;
 
 pub use transport::{Fingerprint, Trust};

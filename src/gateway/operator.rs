@@ -67,6 +67,7 @@ pub async fn connect(
         path_env: None,
         auth: Auth {
             token: token.map(str::to_owned),
+            bootstrap_token: None,
         },
         role: "operator".into(),
         scopes: match scope {

@@ -147,16 +147,20 @@ impl Target {
 
 /// OpenClaw's rule for `ws://`: only where the network is not the
 /// internet. Loopback, RFC 1918, link-local, CGNAT (100.64/10), IPv6
-/// unique-local and link-local, `localhost`, `.local` and `.ts.net` names.
+/// loopback, link-local, unique-local and site-local, `localhost`, `.local`
+/// and `.ts.net` names — and, with OpenClaw's own break-glass variable
+/// `OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1`, any name (never a public IP).
 pub fn plaintext_allowed(host: &str) -> bool {
+    let break_glass = std::env::var("OPENCLAW_ALLOW_INSECURE_PRIVATE_WS").is_ok_and(|v| v == "1");
+    plaintext_rule(host, break_glass)
+}
+
+fn plaintext_rule(host: &str, break_glass: bool) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if let Ok(ip) = host.parse::<IpAddr>() {
         return private_address(ip);
     }
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host.ends_with(".local")
-        || host.ends_with(".ts.net")
+    host == "localhost" || host.ends_with(".local") || host.ends_with(".ts.net") || break_glass
 }
 
 fn private_address(ip: IpAddr) -> bool {
@@ -170,6 +174,7 @@ fn private_address(ip: IpAddr) -> bool {
             v6 == Ipv6Addr::LOCALHOST
                 || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (first & 0xffc0) == 0xfec0 // site-local fec0::/10
         }
     }
 }
@@ -232,7 +237,7 @@ async fn connect(
     }
     if !target.tls && !plaintext_allowed(&target.host) {
         return Err(WireError::Refused(format!(
-            "refusing plaintext ws:// to {}: it is not a loopback, private or .local/.ts.net address, and the token would cross the network unencrypted; use wss:// (--gateway wss://{}:{}/…, or --tls on the node)",
+            "refusing plaintext ws:// to {}: it is not a loopback, private or .local/.ts.net address, and the token would cross the network unencrypted; use wss:// (--gateway wss://{}:{}/…, or --tls on the node; OpenClaw's OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1 admits private names, never public addresses)",
             target.host, target.host, target.port
         )));
     }
@@ -462,12 +467,13 @@ mod tests {
             "100.127.255.254",
             "fd12:3456::1",
             "fe80::1",
+            "fec0::1",
             "::ffff:192.168.0.1",
             "printer.local",
             "gw.tail1234.ts.net",
             "GW.TS.NET.",
         ] {
-            assert!(plaintext_allowed(ok), "{ok}");
+            assert!(plaintext_rule(ok, false), "{ok}");
         }
         for public in [
             "8.8.8.8",
@@ -479,9 +485,15 @@ mod tests {
             "local",
             "evil.local.example.com",
             "ts.net.example.com",
+            "foo.localhost",
+            "0.0.0.0",
+            "::",
         ] {
-            assert!(!plaintext_allowed(public), "{public}");
+            assert!(!plaintext_rule(public, false), "{public}");
         }
+        // Break-glass: any name, never a public address.
+        assert!(plaintext_rule("gateway.corp.example", true));
+        assert!(!plaintext_rule("8.8.8.8", true));
     }
 
     #[test]

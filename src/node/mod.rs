@@ -69,6 +69,10 @@ const PAIRING_RETRY_CAP: Duration = Duration::from_secs(10);
 pub struct Options {
     pub gateway: gateway::Endpoint,
     pub token: Option<String>,
+    /// `--pair`: enrol with this setup code's bootstrap token.
+    pub pair: Option<gateway::setup_code::SetupCode>,
+    /// `--pair-if-needed`: only when no device token is saved yet.
+    pub pair_if_needed: bool,
     pub display_name: Option<String>,
     pub state_dir: PathBuf,
     pub workspace: PathBuf,
@@ -82,6 +86,26 @@ pub struct Options {
 pub struct Doctor {
     pub agent: String,
     pub question: String,
+}
+
+const SAVED_GATEWAY: &str = "gateway.json";
+
+/// The gateway this node last connected to (`gateway.json` in its state
+/// directory), used when nothing names one.
+pub fn saved_gateway(state_dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read(state_dir.join(SAVED_GATEWAY)).ok()?;
+    let value: Value = serde_json::from_slice(&text).ok()?;
+    value["url"].as_str().map(str::to_owned)
+}
+
+fn save_gateway(state_dir: &std::path::Path, url: &str) {
+    if saved_gateway(state_dir).as_deref() == Some(url) {
+        return;
+    }
+    let body = serde_json::to_vec_pretty(&json!({ "url": url })).expect("plain data");
+    if let Err(e) = identity::write_private(&state_dir.join(SAVED_GATEWAY), &body) {
+        say(&format!("cannot save the gateway's address: {e}"));
+    }
 }
 
 /// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1);
@@ -99,7 +123,13 @@ pub async fn run(mut options: Options) -> u8 {
             None => node.serve(stop.cancelled()).await,
             Some(wanted) => {
                 let session = doctor::Options {
-                    gateway: node.options.gateway.clone(),
+                    gateway: gateway::Endpoint {
+                        url: node.options.gateway.url.clone(),
+                        trust: node
+                            .pins
+                            .trust(&node.options.gateway.url, &node.options.gateway.trust)
+                            .0,
+                    },
                     token: node.options.token.clone(),
                     agent: wanted.agent,
                     question: wanted.question,
@@ -197,6 +227,8 @@ enum End {
 enum TokenChoice {
     Device,
     Shared,
+    /// A setup code's bootstrap token (`--pair`), until the device token.
+    Bootstrap,
 }
 
 impl Node {
@@ -258,11 +290,7 @@ impl Node {
     async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> u8 {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        let mut choice = if self.tokens.get(&self.options.gateway.url).is_some() {
-            TokenChoice::Device
-        } else {
-            TokenChoice::Shared
-        };
+        let mut choice = self.first_choice();
         let mut tried_device_after_mismatch = false;
         let mut announced_pairing = HashSet::new();
         let mut not_gateway = 0;
@@ -289,7 +317,7 @@ impl Node {
                     say("stopped");
                     return 0;
                 }
-                attempt = client::open(&endpoint, HANDSHAKE_LIMIT, |c| self.connect_params(c, token.as_deref())) => attempt,
+                attempt = client::open(&endpoint, HANDSHAKE_LIMIT, |c| self.connect_params(c, token.as_deref(), choice == TokenChoice::Bootstrap)) => attempt,
             };
             let was_not_gateway = matches!(attempt, Err(ConnectError::NotGateway(_)));
             let mut wait = None;
@@ -297,6 +325,7 @@ impl Node {
                 Ok(conn) => {
                     tried_device_after_mismatch = false;
                     ever_connected = true;
+                    save_gateway(&self.options.state_dir, &endpoint.url);
                     if let Some(presented) = conn.certificate {
                         match self.pins.remember(&endpoint.url, presented, trusted_by) {
                             Ok(Some(line)) => say(&line),
@@ -385,6 +414,18 @@ impl Node {
                             return 1;
                         }
                     }
+                    "AUTH_BOOTSTRAP_TOKEN_INVALID" => {
+                        say(&format!(
+                            "the gateway refused the setup code: {}: create a new one with `openclaw qr --setup-code-only` (or the Control UI's Node host dialog){}",
+                            error.message,
+                            if self.options.pair_if_needed {
+                                ""
+                            } else {
+                                ", or start with --pair-if-needed to reuse this node's device token"
+                            }
+                        ));
+                        return 1;
+                    }
                     "AUTH_TOKEN_MISSING" => {
                         say(
                             "the gateway requires a token: pass --token or set OPENCLAW_GATEWAY_TOKEN",
@@ -459,6 +500,24 @@ impl Node {
                 .get(&self.options.gateway.url)
                 .or_else(|| self.options.token.clone()),
             TokenChoice::Shared => self.options.token.clone(),
+            TokenChoice::Bootstrap => self
+                .options
+                .pair
+                .as_ref()
+                .map(|c| c.bootstrap_token.clone()),
+        }
+    }
+
+    /// The first token to present: a setup code's unless `--pair-if-needed`
+    /// finds a device token already; then the saved device token; then the
+    /// shared one.
+    fn first_choice(&self) -> TokenChoice {
+        let saved = self.tokens.get(&self.options.gateway.url).is_some();
+        match (&self.options.pair, saved) {
+            (Some(_), true) if self.options.pair_if_needed => TokenChoice::Device,
+            (Some(_), _) => TokenChoice::Bootstrap,
+            (None, true) => TokenChoice::Device,
+            (None, false) => TokenChoice::Shared,
         }
     }
 
@@ -466,6 +525,7 @@ impl Node {
         &self,
         challenge: &crate::gateway::frames::Challenge,
         token: Option<&str>,
+        bootstrap: bool,
     ) -> ConnectParams {
         let client = ClientInfo {
             id: CLIENT_ID.into(),
@@ -496,8 +556,16 @@ impl Node {
             commands: tools::command_names(),
             permissions: Some(Default::default()),
             path_env: std::env::var("PATH").ok(),
-            auth: Auth {
-                token: token.map(str::to_owned),
+            auth: if bootstrap {
+                Auth {
+                    token: None,
+                    bootstrap_token: token.map(str::to_owned),
+                }
+            } else {
+                Auth {
+                    token: token.map(str::to_owned),
+                    bootstrap_token: None,
+                }
             },
             role: "node".into(),
             scopes,

@@ -135,6 +135,8 @@ struct State {
     node_names: HashMap<String, String>,
     renames: Vec<Value>,
     accepted: usize,
+    bootstrap_tokens: HashSet<String>,
+    bootstrap_used: usize,
 }
 
 struct Run {
@@ -168,7 +170,22 @@ enum Outgoing {
 
 impl FakeGateway {
     pub async fn start(config: Config) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_at("127.0.0.1:0".parse().unwrap(), config).await
+    }
+
+    /// On a given address (another gateway where one was).
+    pub async fn start_at(addr: SocketAddr, config: Config) -> Self {
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(l) => break l,
+                Err(_) if tries < 100 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("bind {addr}: {e}"),
+            }
+        };
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             surface_pending: config.surface_pending,
@@ -336,6 +353,28 @@ impl FakeGateway {
         );
     }
 
+    /// A setup code for this gateway (`openclaw qr --setup-code-only`),
+    /// its bootstrap token good for one enrolment.
+    pub fn setup_code(&self, fingerprint: Option<&str>) -> String {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let boot = uuid::Uuid::new_v4().simple().to_string();
+        self.state
+            .lock()
+            .unwrap()
+            .bootstrap_tokens
+            .insert(boot.clone());
+        let mut payload =
+            json!({"url": self.url(), "bootstrapToken": boot, "expiresAtMs": now_ms() + 600_000});
+        if let Some(fp) = fingerprint {
+            payload["tlsFingerprint"] = json!(fp.replace(':', "").to_lowercase());
+        }
+        URL_SAFE_NO_PAD.encode(payload.to_string())
+    }
+
+    pub fn bootstrap_used(&self) -> usize {
+        self.state.lock().unwrap().bootstrap_used
+    }
+
     /// The name `node.list` shows for `node_id`.
     pub fn node_name(&self, node_id: &str) -> Option<String> {
         self.state.lock().unwrap().node_names.get(node_id).cloned()
@@ -496,7 +535,10 @@ fn v3(params: &Value, device: &Value) -> String {
         s(&params["role"]),
         scopes.join(","),
         device["signedAt"].as_u64().unwrap_or(0),
-        s(&params["auth"]["token"]),
+        // The token slot carries whichever token was presented.
+        s(params["auth"]
+            .get("token")
+            .unwrap_or(&params["auth"]["bootstrapToken"])),
         s(&device["nonce"]),
         s(&params["client"]["platform"]).to_lowercase(),
         s(&params["client"]["deviceFamily"]).to_lowercase(),
@@ -658,6 +700,31 @@ where
                 "device signature invalid",
                 json!({"code": "DEVICE_AUTH_INVALID"}),
             ))
+        } else if let Some(boot) = params["auth"]["bootstrapToken"].as_str() {
+            // A setup code: good once, and it pairs the device.
+            if s.bootstrap_tokens.remove(boot) {
+                s.approved_devices.insert(device_id.clone());
+                s.bootstrap_used += 1;
+                let token = s
+                    .device_tokens
+                    .entry(device_id.clone())
+                    .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
+                    .clone();
+                s.hello_count += 1;
+                Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
+                    "type": "hello-ok", "protocol": 4,
+                    "server": {"version": "2026.9.6-fake"},
+                    "features": {"methods": [], "events": []},
+                    "auth": {"method": "bootstrap-token", "role": "node", "scopes": [], "deviceToken": token, "issuedAtMs": now_ms()},
+                    "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+            } else {
+                Err(error(
+                    id,
+                    "INVALID_REQUEST",
+                    "unauthorized: setup code invalid, expired, revoked, or already used (create a new code; review `openclaw devices list`)",
+                    json!({"code": "AUTH_BOOTSTRAP_TOKEN_INVALID", "authReason": "bootstrap_token_invalid", "canRetryWithDeviceToken": false}),
+                ))
+            }
         } else if config.token.is_some() && token.is_none() {
             Err(error(
                 id,
