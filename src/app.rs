@@ -63,6 +63,17 @@ pub async fn run(args: Vec<OsString>) -> u8 {
     }
 }
 
+/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`.
+fn default_state_dir() -> std::path::PathBuf {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".local").join("state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("clawbot_router")
+}
+
 /// The words after `node` on the command line.
 fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> + '_ {
     args.iter()
@@ -125,15 +136,7 @@ fn setup_code(args: &NodeArgs) -> Result<Option<gateway::setup_code::SetupCode>,
 }
 
 fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let state_dir = args.state_dir.clone().unwrap_or_else(|| {
-        std::env::var_os("XDG_STATE_HOME")
-            .filter(|d| !d.is_empty())
-            .map(std::path::PathBuf::from)
-            .or_else(|| home.map(|h| h.join(".local").join("state")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("clawbot_router")
-    });
+    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let pair = setup_code(&args)?;
     let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
     let mut gateway = node_endpoint(&args, gateway_flag)?;
@@ -196,6 +199,15 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
             },
         },
         token: args.gateway.token.clone(),
+        // The router's own operator identity (remote gateways only), apart
+        // from any node's: CLAWBOT_ROUTER_STATE_DIR moves it.
+        operator_dir: Some(
+            std::env::var_os("CLAWBOT_ROUTER_STATE_DIR")
+                .filter(|d| !d.is_empty())
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(default_state_dir)
+                .join("operator"),
+        ),
         activity,
         default_to: args.to.clone(),
         timeout: args.timeout,

@@ -525,3 +525,62 @@ async fn plaintext_to_a_public_host_is_refused_with_the_flag_to_change() {
     );
     assert_eq!(run.code, Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_operator_pairs_its_device_and_reuses_the_token_it_is_issued() {
+    let gw = FakeGateway::start(Config {
+        manual_pairing: true,
+        ..Config::default()
+    })
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let remote_call = |args: &[&str], token: bool| {
+        let mut cmd = router();
+        cmd.args([
+            "--via",
+            "gateway",
+            "--gateway",
+            &gw.url(),
+            "--lang",
+            "en",
+            "--exit-code",
+        ])
+        .args(args)
+        // What a gateway away from loopback gets (loopback is all a test has).
+        .env("CLAWBOT_ROUTER_OPERATOR_DEVICE", "always")
+        .env("CLAWBOT_ROUTER_STATE_DIR", state.path());
+        if token {
+            cmd.args(["--token", TOKEN]);
+        }
+        cmd
+    };
+    let first = call(remote_call(&["-m", "hello"], true)).await;
+    let connect = gw.operator_connects()[0].clone();
+    let device = connect["device"]["id"]
+        .as_str()
+        .expect("a signed device identity")
+        .to_owned();
+    assert_eq!(connect["scopes"], serde_json::json!(["operator.write"]));
+    let request = gw.pair_request(&device).expect("a pairing request");
+    assert_eq!(
+        first.content(),
+        format!(
+            "[clawbot_router] The OpenClaw gateway at {} refused the connection (PAIRING_REQUIRED: pairing required: device is not approved yet; this device awaits the gateway operator's approval: run openclaw devices approve {request} on the gateway, then try again); the remote agent was not called.",
+            gw.url()
+        )
+    );
+    assert_eq!(first.code, Some(1));
+    gw.approve_device(&device);
+    let second = call(remote_call(&["-m", "hello"], true)).await;
+    assert_eq!(second.content(), "ECHO: hello\n");
+    let tokens = std::fs::read_to_string(state.path().join("operator/device-tokens.json")).unwrap();
+    let issued = gw.device_token(&device).unwrap();
+    assert!(tokens.contains(&issued), "{tokens}");
+    // Without the shared token: the device token it was issued.
+    let third = call(remote_call(&["-m", "again"], false)).await;
+    assert_eq!(third.content(), "ECHO: again\n", "{}", third.stdout);
+    assert_eq!(
+        gw.operator_connects().last().unwrap()["auth"]["token"],
+        issued.as_str()
+    );
+}

@@ -42,42 +42,117 @@ pub enum Scope {
     Pairing,
 }
 
+/// How an operator connection proves itself.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    /// The gateway's shared token.
+    pub token: Option<String>,
+    /// Where this operator's device identity and tokens live. Used only
+    /// away from loopback, where OpenClaw grants a device-less operator no
+    /// scopes (on loopback we connect as `openclaw agent` does there:
+    /// device-less, with the shared token).
+    pub device_dir: Option<std::path::PathBuf>,
+}
+
 /// Opens an operator connection.
 pub async fn connect(
     endpoint: &super::Endpoint,
-    token: Option<&str>,
+    credentials: &Credentials,
     limit: Duration,
     scope: Scope,
 ) -> Result<Connection, ConnectError> {
-    client::open(endpoint, limit, |_challenge| ConnectParams {
+    let remote = super::transport::Target::parse(&endpoint.url)
+        .map(|t| !super::transport::is_loopback(&t.host))
+        .unwrap_or(false);
+    // CLAWBOT_ROUTER_OPERATOR_DEVICE=always|never overrides the rule (a
+    // gateway that treats loopback as remote, or one that wants no device).
+    let wanted = match std::env::var("CLAWBOT_ROUTER_OPERATOR_DEVICE").as_deref() {
+        Ok("always") => true,
+        Ok("never") => false,
+        _ => remote,
+    };
+    let device = match (&credentials.device_dir, wanted) {
+        (Some(dir), true) => Some(Device::load(dir).map_err(ConnectError::Refused)?),
+        _ => None,
+    };
+    // A device asks for what it was approved for; an upgrade (admin on a
+    // reconnect) would mean another approval, so remote connections stay
+    // with write.
+    let scopes: Vec<String> = match (scope, device.is_some()) {
+        (Scope::Write, _) | (Scope::Admin, true) => vec![SCOPE.into()],
+        (Scope::Admin, false) => vec![ADMIN_SCOPE.into()],
+        (Scope::Pairing, _) => vec!["operator.read".into(), "operator.pairing".into()],
+    };
+    // The shared token when we have one; else the device token this
+    // device was issued by that gateway.
+    let token = credentials
+        .token
+        .clone()
+        .or_else(|| device.as_ref().and_then(|d| d.tokens.get(&endpoint.url)));
+    let client = ClientInfo {
+        id: CLIENT_ID.into(),
+        display_name: String::new(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        platform: super::platform().into(),
+        device_family: super::device_family().into(),
+        mode: "cli".into(),
+        instance_id: uuid::Uuid::new_v4().to_string(),
+    };
+    let conn = client::open(endpoint, limit, |challenge| ConnectParams {
         min_protocol: MIN_PROTOCOL,
         max_protocol: MAX_PROTOCOL,
-        client: ClientInfo {
-            id: CLIENT_ID.into(),
-            display_name: String::new(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            platform: super::platform().into(),
-            device_family: super::device_family().into(),
-            mode: "cli".into(),
-            instance_id: uuid::Uuid::new_v4().to_string(),
-        },
+        device: device.as_ref().map(|d| {
+            d.identity.prove(&super::identity::SignedFields {
+                client_id: &client.id,
+                client_mode: &client.mode,
+                role: "operator",
+                scopes: &scopes,
+                signed_at: challenge.ts,
+                token: token.as_deref(),
+                nonce: &challenge.nonce,
+                platform: &client.platform,
+                device_family: &client.device_family,
+            })
+        }),
+        client: client.clone(),
         caps: Vec::new(),
         commands: Vec::new(),
         permissions: None,
         path_env: None,
         auth: Auth {
-            token: token.map(str::to_owned),
+            token: token.clone(),
             bootstrap_token: None,
         },
         role: "operator".into(),
-        scopes: match scope {
-            Scope::Write => vec![SCOPE.into()],
-            Scope::Admin => vec![ADMIN_SCOPE.into()],
-            Scope::Pairing => vec!["operator.read".into(), "operator.pairing".into()],
-        },
-        device: None,
+        scopes: scopes.clone(),
     })
-    .await
+    .await?;
+    if let (Some(device), Some(issued)) = (&device, conn.device_token()) {
+        // Best effort: without it the next call presents the shared token.
+        let _ = device.tokens.set(&endpoint.url, Some(issued));
+    }
+    Ok(conn)
+}
+
+/// An operator's device identity and the tokens gateways issued it.
+struct Device {
+    identity: super::identity::Identity,
+    tokens: super::identity::TokenStore,
+}
+
+impl Device {
+    fn load(dir: &std::path::Path) -> Result<Self, String> {
+        let identity = super::identity::Identity::load_or_create(dir).map_err(|e| {
+            format!(
+                "cannot load the operator's device identity in {}: {e}",
+                dir.display()
+            )
+        })?;
+        Ok(Self {
+            identity,
+            tokens: super::identity::TokenStore::new(dir),
+        })
+    }
 }
 
 /// `req agent` params, as `openclaw agent` sends them.

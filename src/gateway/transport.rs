@@ -38,10 +38,10 @@ impl Fingerprint {
     /// (`sha256 Fingerprint=AB:CD:…`) pasted whole works too.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut t = text.trim();
-        if let Some((label, rest)) = t.split_once('=') {
-            if label.to_ascii_lowercase().contains("fingerprint") {
-                t = rest.trim();
-            }
+        if let Some((label, rest)) = t.split_once('=')
+            && label.to_ascii_lowercase().contains("fingerprint")
+        {
+            t = rest.trim();
         }
         let lower = t.to_ascii_lowercase();
         let t = lower

@@ -36,7 +36,8 @@ const TURN_TIMEOUT_SECS: u64 = 1800;
 
 pub struct Options {
     pub gateway: crate::gateway::Endpoint,
-    pub token: Option<String>,
+    /// The shared token, and the operator identity for remote gateways.
+    pub credentials: operator::Credentials,
     pub agent: String,
     /// What the user asks the doctor, sent with the context.
     pub question: String,
@@ -80,6 +81,7 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
         out,
         stop: stop.clone(),
         dropped: false,
+        announced_pairing: None,
     };
     let mut message = context.to_string();
     let mut first = true;
@@ -139,19 +141,25 @@ struct Doctor<'a> {
     /// A connection was lost: later ones ask for `operator.admin`, the
     /// scope that may abort a run another connection started.
     dropped: bool,
+    /// The pairing request already shown (said once, not per retry).
+    announced_pairing: Option<String>,
 }
 
 impl Doctor<'_> {
     /// A connection, retried with backoff until it works or `stop`.
     async fn connection(&mut self) -> Result<&mut Connection, Step> {
         while self.conn.is_none() {
-            let token = self.options.token.as_deref();
             let scope = if self.dropped {
                 Scope::Admin
             } else {
                 Scope::Write
             };
-            let attempt = operator::connect(&self.options.gateway, token, CONNECT_LIMIT, scope);
+            let attempt = operator::connect(
+                &self.options.gateway,
+                &self.options.credentials,
+                CONNECT_LIMIT,
+                scope,
+            );
             let result = tokio::select! {
                 result = attempt => result,
                 _ = self.stop.cancelled() => return Err(Step::Stopped),
@@ -172,6 +180,24 @@ impl Doctor<'_> {
                         e.message
                     ));
                     return Err(Step::Fatal);
+                }
+                Err(ConnectError::Rejected(e)) if e.detail_code() == "PAIRING_REQUIRED" => {
+                    let request = e
+                        .details
+                        .as_ref()
+                        .and_then(|d| d.request_id.clone())
+                        .unwrap_or_default();
+                    if self.announced_pairing.as_deref() != Some(request.as_str()) {
+                        say(&format!(
+                            "doctor: this operator device awaits the gateway operator's approval: run\n    openclaw devices approve {request}\n  (retrying until approved; Ctrl-C stops)"
+                        ));
+                        self.announced_pairing = Some(request);
+                    }
+                    let delay = self.backoff.next().min(Duration::from_secs(10));
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = self.stop.cancelled() => return Err(Step::Stopped),
+                    }
                 }
                 Err(e) => {
                     let delay = self.backoff.next();

@@ -130,7 +130,10 @@ pub async fn run(mut options: Options) -> u8 {
                             .trust(&node.options.gateway.url, &node.options.gateway.trust)
                             .0,
                     },
-                    token: node.options.token.clone(),
+                    credentials: gateway::operator::Credentials {
+                        token: node.options.token.clone(),
+                        device_dir: Some(node.options.state_dir.join("operator")),
+                    },
                     agent: wanted.agent,
                     question: wanted.question,
                     instance_id: node.identity.device_id.clone(),

@@ -49,7 +49,14 @@ pub async fn reconcile(
     wanted: &str,
     rename: bool,
 ) -> Outcome {
-    let mut conn = match operator::connect(endpoint, token, LIMIT, Scope::Pairing).await {
+    // Device-less: a device would be one more pairing request for the
+    // operator to wonder about; away from loopback this is refused, and
+    // the user gets the rename command instead.
+    let credentials = operator::Credentials {
+        token: token.map(str::to_owned),
+        device_dir: None,
+    };
+    let mut conn = match operator::connect(endpoint, &credentials, LIMIT, Scope::Pairing).await {
         Ok(conn) => conn,
         Err(e) => return Outcome::Unknown { why: e.to_string() },
     };

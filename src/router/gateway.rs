@@ -69,9 +69,13 @@ pub async fn call(
         CONNECT_LIMIT
     };
     let token = options.token.as_deref().filter(|t| !t.trim().is_empty());
+    let credentials = operator::Credentials {
+        token: token.map(str::to_owned),
+        device_dir: options.operator_dir.clone(),
+    };
     let connecting = operator::connect(
         &options.gateway,
-        token,
+        &credentials,
         limit.min(options.timeout),
         Scope::Write,
     );
@@ -152,7 +156,7 @@ pub async fn call(
         // may abort it (what `openclaw agent` falls back to as well).
         let reconnect = async {
             tokio::time::sleep(*pause).await;
-            operator::connect(&options.gateway, token, CONNECT_LIMIT, Scope::Admin).await
+            operator::connect(&options.gateway, &credentials, CONNECT_LIMIT, Scope::Admin).await
         };
         let conn = tokio::select! {
             conn = reconnect => conn,
@@ -308,6 +312,11 @@ fn not_reached(e: &ConnectError, token_given: bool, lang: messages::Lang) -> Not
         "AUTH_TOKEN_MISMATCH" | "AUTH_UNAUTHORIZED" if token_given => {
             Some(messages::TokenProblem::Refused)
         }
+        "PAIRING_REQUIRED" => error
+            .details
+            .as_ref()
+            .and_then(|d| d.request_id.clone())
+            .map(messages::TokenProblem::Pairing),
         _ => None,
     };
     NotReached {

@@ -131,31 +131,39 @@ pub fn gateway_unreachable(lang: Lang, url: &str, reason: &dyn fmt::Display) -> 
     }
 }
 
-/// What is wrong with the gateway token, when that is why we were refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the user can do about a refusal, when we know.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenProblem {
-    /// None was given (OpenClaw then asks for a device identity instead).
+    /// No token was given (OpenClaw then asks for a device identity instead).
     Missing,
     /// The one given was refused.
     Refused,
+    /// This operator device awaits approval: the gateway's request id.
+    Pairing(String),
 }
 
 /// `--via gateway`: the gateway answered and refused the connection.
 pub fn gateway_refused(lang: Lang, url: &str, reason: &str, token: Option<TokenProblem>) -> String {
     let hint = match (token, lang) {
         (Some(TokenProblem::Missing), Lang::Zh) => {
-            "；没有提供网关令牌：请用 --token 或环境变量 OPENCLAW_GATEWAY_TOKEN 给出网关的 gateway.auth.token"
+            "；没有提供网关令牌：请用 --token 或环境变量 OPENCLAW_GATEWAY_TOKEN 给出网关的 gateway.auth.token".to_owned()
         }
         (Some(TokenProblem::Missing), Lang::En) => {
-            "; no gateway token was given: pass the gateway's gateway.auth.token with --token or OPENCLAW_GATEWAY_TOKEN"
+            "; no gateway token was given: pass the gateway's gateway.auth.token with --token or OPENCLAW_GATEWAY_TOKEN".to_owned()
         }
         (Some(TokenProblem::Refused), Lang::Zh) => {
-            "；网关不接受这个令牌：请核对 --token / OPENCLAW_GATEWAY_TOKEN 与网关的 gateway.auth.token"
+            "；网关不接受这个令牌：请核对 --token / OPENCLAW_GATEWAY_TOKEN 与网关的 gateway.auth.token".to_owned()
         }
         (Some(TokenProblem::Refused), Lang::En) => {
-            "; the gateway does not accept this token: check --token / OPENCLAW_GATEWAY_TOKEN against the gateway's gateway.auth.token"
+            "; the gateway does not accept this token: check --token / OPENCLAW_GATEWAY_TOKEN against the gateway's gateway.auth.token".to_owned()
         }
-        (None, _) => "",
+        (Some(TokenProblem::Pairing(request)), Lang::Zh) => format!(
+            "；这台设备需要网关管理员批准：请在网关上运行 openclaw devices approve {request}，批准后重试"
+        ),
+        (Some(TokenProblem::Pairing(request)), Lang::En) => format!(
+            "; this device awaits the gateway operator's approval: run openclaw devices approve {request} on the gateway, then try again"
+        ),
+        (None, _) => String::new(),
     };
     match lang {
         Lang::Zh => format!(

@@ -49,6 +49,8 @@ pub struct Options {
     /// The gateway and its shared token (`--via gateway|auto`).
     pub gateway: crate::gateway::Endpoint,
     pub token: Option<String>,
+    /// This operator's device identity, for gateways away from loopback.
+    pub operator_dir: Option<std::path::PathBuf>,
     /// Where a running turn's progress is shown (the spinner), if anywhere.
     pub activity: Option<crate::ui::Activity>,
     /// `--to` destination used when the call names no agent.

@@ -645,6 +645,54 @@ where
                 "invalid connect params: at /client/id: must be equal to one of the allowed values",
                 Value::Null,
             ))
+        } else if device.is_object() {
+            // An operator with a device identity (away from loopback).
+            let sig_ok = signature_valid(params, device, &nonce, ts);
+            let token = params["auth"]["token"].as_str();
+            let issued = s.device_tokens.get(&device_id).cloned();
+            if !sig_ok {
+                Err(error(
+                    id,
+                    "INVALID_REQUEST",
+                    "device signature invalid",
+                    json!({"code": "DEVICE_AUTH_INVALID"}),
+                ))
+            } else if config.token.is_some()
+                && token != config.token.as_deref()
+                && (token.is_none() || token != issued.as_deref())
+            {
+                Err(error(
+                    id,
+                    "INVALID_REQUEST",
+                    "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
+                    json!({"code": "AUTH_TOKEN_MISMATCH", "canRetryWithDeviceToken": false}),
+                ))
+            } else if config.manual_pairing && !s.approved_devices.contains(&device_id) {
+                let request = s
+                    .pair_requests
+                    .entry(device_id.clone())
+                    .or_insert_with(|| uuid::Uuid::new_v4().to_string())
+                    .clone();
+                Err(error(
+                    id,
+                    "NOT_PAIRED",
+                    "pairing required: device is not approved yet",
+                    json!({"code": "PAIRING_REQUIRED", "reason": "not-paired", "requestId": request, "deviceId": device_id, "requestedRole": "operator", "requestedScopes": params["scopes"]}),
+                ))
+            } else {
+                let token = s
+                    .device_tokens
+                    .entry(device_id.clone())
+                    .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
+                    .clone();
+                s.operator_hellos += 1;
+                Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
+                    "type": "hello-ok", "protocol": 4,
+                    "server": {"version": "2026.9.6-fake"},
+                    "features": {"methods": [], "events": []},
+                    "auth": {"method": "device-token", "role": "operator", "scopes": params["scopes"], "deviceToken": token, "issuedAtMs": now_ms()},
+                    "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+            }
         } else if config.token.is_some() && params["auth"]["token"].as_str().is_none() {
             // OpenClaw 2026.9.6: a device-less operator without a token is
             // told about the device, not the token.
