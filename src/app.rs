@@ -96,7 +96,7 @@ fn node_endpoint(args: &NodeArgs, gateway_flag: bool) -> Result<gateway::Endpoin
             args.gateway.url
         ));
     } else {
-        let tls = args.tls || args.gateway.tls_fingerprint.is_some();
+        let tls = args.tls || args.gateway.tls_fingerprint().is_some();
         let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
         let host = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]") // an IPv6 address
@@ -113,7 +113,7 @@ fn node_endpoint(args: &NodeArgs, gateway_flag: bool) -> Result<gateway::Endpoin
     Ok(gateway::Endpoint {
         url,
         trust: gateway::Trust {
-            pin: args.gateway.tls_fingerprint,
+            pin: args.gateway.tls_fingerprint(),
         },
     })
 }
@@ -195,7 +195,7 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
         gateway: gateway::Endpoint {
             url: args.gateway.url.clone(),
             trust: gateway::Trust {
-                pin: args.gateway.tls_fingerprint,
+                pin: args.gateway.tls_fingerprint(),
             },
         },
         token: args.gateway.token.clone(),

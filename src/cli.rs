@@ -244,11 +244,25 @@ pub struct GatewayArgs {
         env = "OPENCLAW_GATEWAY_TLS_FINGERPRINT",
         value_parser = parse_fingerprint
     )]
-    pub tls_fingerprint: Option<crate::gateway::Fingerprint>,
+    tls_fingerprint: Option<Pin>,
 }
 
-fn parse_fingerprint(text: &str) -> Result<crate::gateway::Fingerprint, String> {
-    crate::gateway::Fingerprint::parse(text)
+impl GatewayArgs {
+    /// The pin, if one was given (a blank variable counts as none).
+    pub fn tls_fingerprint(&self) -> Option<crate::gateway::Fingerprint> {
+        self.tls_fingerprint.clone().and_then(|p| p.0)
+    }
+}
+
+/// `--tls-fingerprint`'s value: blank (an empty variable) is no pin.
+#[derive(Debug, Clone)]
+struct Pin(Option<crate::gateway::Fingerprint>);
+
+fn parse_fingerprint(text: &str) -> Result<Pin, String> {
+    if text.trim().is_empty() {
+        return Ok(Pin(None));
+    }
+    crate::gateway::Fingerprint::parse(text).map(|f| Pin(Some(f)))
 }
 
 const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
