@@ -22,22 +22,28 @@ export CLAWBOT_SANDBOX_MODEL_PORT=${CLAWBOT_E2E_MODEL_PORT:-19555}
 tls=(CLAWBOT_SANDBOX_DIR="$base-tls" CLAWBOT_SANDBOX_PORT=19889 CLAWBOT_SANDBOX_MODEL_PORT=19556 CLAWBOT_SANDBOX_TLS=1)
 remote=(CLAWBOT_SANDBOX_DIR="$base-remote" CLAWBOT_SANDBOX_PORT=19989 CLAWBOT_SANDBOX_MODEL_PORT=19557
         CLAWBOT_SANDBOX_TLS=1 CLAWBOT_SANDBOX_BIND=198.18.0.1)
+jobs_up=()
 cleanup() {
+  # A gateway still starting is waited for, so `down` finds its pid file.
+  for job in "${jobs_up[@]}"; do wait "$job" 2>/dev/null || true; done
   "$here/sandbox.sh" down || true
   env "${tls[@]}" "$here/sandbox.sh" down || true
   env "${remote[@]}" "$here/sandbox.sh" down || true
   if [ "$(id -u)" = 0 ]; then "$here/netns.sh" down || true; fi
+  rm -rf "$base-tls" "$base-remote" "$base-tls.env" "$base-remote.env"
 }
 trap cleanup EXIT
 "$here/sandbox.sh" install
 # The three gateways start side by side (about 15 s each).
-"$here/sandbox.sh" up & main_up=$!
-env "${tls[@]}" "$here/sandbox.sh" up & tls_up=$!
+# As root the second host is required: a failure to make it fails the suite.
+"$here/sandbox.sh" up & main_up=$!; jobs_up+=("$main_up")
+env "${tls[@]}" "$here/sandbox.sh" up & tls_up=$!; jobs_up+=("$tls_up")
 remote_up=
-if [ "$(id -u)" = 0 ] && "$here/netns.sh" up; then
-  env "${remote[@]}" "$here/sandbox.sh" up & remote_up=$!
+if [ "$(id -u)" = 0 ]; then
+  "$here/netns.sh" up
+  env "${remote[@]}" "$here/sandbox.sh" up & remote_up=$!; jobs_up+=("$remote_up")
 else
-  export CLAWBOT_E2E_REMOTE_SKIP="network namespaces need root (ip netns)"
+  export CLAWBOT_E2E_REMOTE_SKIP="network namespaces need root (ip netns); run as root to test a remote gateway"
 fi
 wait "$main_up"; wait "$tls_up"
 env "${tls[@]}" "$here/sandbox.sh" env >"$base-tls.env"

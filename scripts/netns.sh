@@ -13,8 +13,8 @@
 # Settings (environment): CLAWBOT_NETNS (default clawbot-e2e).
 set -euo pipefail
 ns=${CLAWBOT_NETNS:-clawbot-e2e}
-host_if=cbr0
-peer_if=cbr1
+host_if=clawbote2e0
+peer_if=clawbote2e1
 host_addr=198.18.0.1
 peer_addr=198.18.0.2
 
@@ -36,7 +36,10 @@ up() {
 
 down() {
   ip netns del "$ns" 2>/dev/null || true
-  ip link del "$host_if" 2>/dev/null || true
+  # Only our own veth (deleting the namespace usually took it already).
+  if ip -d link show "$host_if" 2>/dev/null | grep -q veth; then
+    ip link del "$host_if"
+  fi
 }
 
 case "${1:-}" in

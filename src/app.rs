@@ -82,90 +82,131 @@ fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> + '_ {
         .skip(1)
 }
 
-/// The gateway the node connects to: `--gateway URL`, or OpenClaw's own
-/// `--host/--port/--tls/--context-path` (so a command line or a service
-/// file written for `openclaw node run` carries over) — not both.
-fn node_endpoint(args: &NodeArgs, gateway_flag: bool) -> Result<gateway::Endpoint, String> {
-    let pieces =
-        args.host.is_some() || args.port.is_some() || args.tls || args.context_path.is_some();
-    let url = if !pieces {
-        args.gateway.url.clone()
-    } else if gateway_flag {
+/// The gateway the node connects to, as `openclaw node run` finds it:
+/// `--gateway URL`, or OpenClaw's own `--host/--port/--tls/--context-path`
+/// (so a command line or a service file carries over) — not both; a setup
+/// code's; `OPENCLAW_GATEWAY_URL`; else the one this node last served.
+/// `--tls` and a pin make a URL nobody typed `wss://` (a pin implies TLS,
+/// as in OpenClaw); one typed as `ws://` stays so, and is refused beside
+/// them rather than silently upgraded.
+fn node_endpoint(
+    args: &NodeArgs,
+    gateway_flag: bool,
+    pair: Option<&gateway::setup_code::SetupCode>,
+    from_env: bool,
+    saved: impl FnOnce() -> Option<String>,
+) -> Result<gateway::Endpoint, String> {
+    let pin = args.gateway.tls_fingerprint();
+    let tls = args.tls || pin.is_some();
+    let pieces = args.host.is_some() || args.port.is_some() || args.context_path.is_some();
+    if gateway_flag && (pieces || args.tls) {
         return Err(format!(
             "--gateway {} and --host/--port/--tls/--context-path both name the gateway: give one or the other",
             args.gateway.url
         ));
-    } else {
-        let tls = args.tls || args.gateway.tls_fingerprint().is_some();
+    }
+    let typed = gateway_flag || (from_env && !pieces && pair.is_none());
+    let mut url = if pieces {
         let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
         let host = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]") // an IPv6 address
         } else {
             host
         };
-        let path = match args.context_path.as_deref().map(|p| p.trim_matches('/')) {
+        let path = match args.context_path.as_deref().map(str::trim) {
             None | Some("") => String::new(),
+            Some(p) if p.starts_with('/') => p.to_owned(),
             Some(p) => format!("/{p}"),
         };
         let scheme = if tls { "wss" } else { "ws" };
         format!("{scheme}://{host}:{}{path}", args.port.unwrap_or(18789))
+    } else if let Some(code) = pair {
+        if gateway_flag && args.gateway.url != code.url {
+            return Err(format!(
+                "the setup code is for {} but --gateway names {}: drop one",
+                code.url, args.gateway.url
+            ));
+        }
+        code.url.clone()
+    } else if typed {
+        args.gateway.url.clone()
+    } else {
+        saved().unwrap_or_else(|| args.gateway.url.clone())
     };
+    if let Some(code) = pair
+        && pieces
+        && url != code.url
+    {
+        return Err(format!(
+            "the setup code is for {} but --host/--port/--context-path name {url}: drop one",
+            code.url
+        ));
+    }
+    if tls
+        && !typed
+        && let Some(rest) = url.strip_prefix("ws://")
+    {
+        url = format!("wss://{rest}");
+    }
+    if args.tls && url.starts_with("ws://") {
+        return Err(format!(
+            "--tls, but the gateway is named as {url}: use wss://"
+        ));
+    }
     Ok(gateway::Endpoint {
         url,
         trust: gateway::Trust {
-            pin: args.gateway.tls_fingerprint(),
+            pin: pin.or(pair.and_then(|c| c.fingerprint)),
         },
     })
 }
 
-/// `--pair CODE` (or `-`: one line of stdin), decoded; never echoed.
+/// `--pair CODE` / `--pair-if-needed CODE` (`-`: one line of stdin),
+/// decoded; never echoed. With `--pair-if-needed` an expired code is kept:
+/// the node only needs it while it has no device token.
 fn setup_code(args: &NodeArgs) -> Result<Option<gateway::setup_code::SetupCode>, String> {
-    let Some(text) = args.pair.as_deref() else {
-        return Ok(None);
+    let text = match (
+        args.pair.as_deref(),
+        args.pair_if_needed.as_ref().map(Option::as_deref),
+    ) {
+        (Some(_), Some(Some(_))) => {
+            return Err("--pair and --pair-if-needed both carry a setup code: give one".into());
+        }
+        (Some(text), _) | (None, Some(Some(text))) => text,
+        (None, _) => return Ok(None),
     };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
     let text = if text == "-" {
         let mut line = String::new();
         std::io::stdin()
             .read_line(&mut line)
-            .map_err(|e| format!("--pair -: cannot read the setup code from stdin: {e}"))?;
+            .map_err(|e| format!("cannot read the setup code from stdin: {e}"))?;
         line
     } else {
         text.to_owned()
     };
-    gateway::setup_code::decode(&text, gateway::setup_code::now_ms()).map(Some)
+    let now = gateway::setup_code::now_ms();
+    let checked_at = if args.pair_if_needed.is_some() {
+        0
+    } else {
+        now
+    };
+    gateway::setup_code::decode(&text, checked_at).map(Some)
 }
 
 fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let pair = setup_code(&args)?;
     let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
-    let mut gateway = node_endpoint(&args, gateway_flag)?;
-    let named =
-        gateway_flag || args.host.is_some() || args.port.is_some() || args.context_path.is_some();
-    if let Some(code) = &pair {
-        // The code names the gateway; a flag that names another is a mistake.
-        if named && gateway.url != code.url {
-            return Err(format!(
-                "the setup code is for {} but the command line names {}: drop one",
-                code.url, gateway.url
-            ));
-        }
-        gateway.url = code.url.clone();
-        if gateway.trust.pin.is_none() {
-            gateway.trust.pin = code.fingerprint;
-        }
-    } else if !named && !from_env {
-        // Nothing names a gateway: the one this node last served, as
-        // `openclaw node run` reuses its saved endpoint.
-        if let Some(saved) = node::saved_gateway(&state_dir) {
-            gateway.url = saved;
-        }
-    }
-
+    let gateway = node_endpoint(&args, gateway_flag, pair.as_ref(), from_env, || {
+        node::saved_gateway(&state_dir)
+    })?;
     Ok(node::Options {
         gateway,
         pair,
-        pair_if_needed: args.pair_if_needed,
+        pair_if_needed: args.pair_if_needed.is_some(),
         token: args.gateway.token.filter(|t| !t.trim().is_empty()),
         display_name: args.display_name,
         state_dir,
@@ -276,7 +317,7 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         words.first().map(String::as_str),
         Some("schema" | "prompt" | "node" | "mcp" | "help")
     ) {
-        let _ = e.print();
+        eprint!("{}", redact(&e.render().to_string(), &words));
         return 2;
     }
     let lang = lang_from_words(&words);
@@ -320,6 +361,36 @@ fn own_value_problem(e: &clap::Error, lang: Lang) -> Option<String> {
     let value = text(ContextKind::InvalidValue)?;
     let flag = arg.split([' ', '=']).next().unwrap_or(&arg);
     crate::cli::explain_value(flag, &value, lang)
+}
+
+/// clap's message with every secret of the command line taken out: the
+/// values of `--token`, `--pair`, `--pair-if-needed`, and any word that
+/// looks like a token or a setup code (a service's log keeps stderr).
+fn redact(text: &str, words: &[String]) -> String {
+    const SECRET_FLAGS: &[&str] = &["--token", "--pair", "--pair-if-needed", "--http-token"];
+    let mut secrets: Vec<&str> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if let Some((flag, value)) = word.split_once('=')
+            && SECRET_FLAGS.contains(&flag)
+        {
+            secrets.push(value);
+        } else if SECRET_FLAGS.contains(&word.as_str())
+            && let Some(value) = words.get(i + 1)
+        {
+            secrets.push(value);
+        } else if word.len() >= 24
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            secrets.push(word);
+        }
+    }
+    let mut text = text.to_owned();
+    for secret in secrets.into_iter().filter(|s| s.len() >= 4) {
+        text = text.replace(secret, "<redacted>");
+    }
+    text
 }
 
 /// `--lang` as far as it can be read from a command line clap refused.
@@ -400,4 +471,80 @@ fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `clawbot_router node ARGS`'s endpoint, with `saved` as the last one.
+    fn endpoint(args: &[&str], from_env: bool, saved: Option<&str>) -> Result<String, String> {
+        let mut words = vec!["clawbot_router", "node"];
+        words.extend(args);
+        let Ok(Cli {
+            command: Some(Command::Node(node)),
+            ..
+        }) = Cli::try_parse_from(&words)
+        else {
+            panic!("{words:?} does not parse");
+        };
+        let flag = args
+            .iter()
+            .any(|w| *w == "--gateway" || w.starts_with("--gateway="));
+        node_endpoint(&node, flag, None, from_env, || saved.map(str::to_owned)).map(|e| e.url)
+    }
+
+    const PIN: &str = "ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab";
+
+    #[test]
+    fn openclaws_endpoint_flags_build_the_url_as_openclaw_does() {
+        assert_eq!(endpoint(&[], false, None).unwrap(), "ws://127.0.0.1:18789");
+        assert_eq!(
+            endpoint(&["--host", "::1", "--port", "9"], false, None).unwrap(),
+            "ws://[::1]:9"
+        );
+        assert_eq!(
+            endpoint(
+                &["--host", "gw", "--tls", "--context-path", "gw/"],
+                false,
+                None
+            )
+            .unwrap(),
+            "wss://gw:18789/gw/",
+            "a trailing slash is kept (a proxy's location may need it)"
+        );
+        assert_eq!(
+            endpoint(&["--tls"], false, None).unwrap(),
+            "wss://127.0.0.1:18789"
+        );
+        // A pin implies TLS, as in OpenClaw.
+        assert_eq!(
+            endpoint(&["--tls-fingerprint", PIN], false, None).unwrap(),
+            "wss://127.0.0.1:18789"
+        );
+        // The gateway it last served, and --tls upgrades it rather than being dropped.
+        assert_eq!(
+            endpoint(&[], false, Some("ws://10.0.0.5:18789")).unwrap(),
+            "ws://10.0.0.5:18789"
+        );
+        assert_eq!(
+            endpoint(&["--tls"], false, Some("ws://10.0.0.5:18789")).unwrap(),
+            "wss://10.0.0.5:18789"
+        );
+        // Named on purpose: kept as typed.
+        assert_eq!(
+            endpoint(&["--gateway", "ws://10.0.0.9:1"], false, Some("ws://x:2")).unwrap(),
+            "ws://10.0.0.9:1"
+        );
+        assert!(
+            endpoint(&["--gateway", "ws://h:1", "--host", "h"], false, None)
+                .unwrap_err()
+                .contains("both name the gateway")
+        );
+        assert!(
+            endpoint(&["--gateway", "ws://h:1", "--tls"], false, None)
+                .unwrap_err()
+                .contains("both name the gateway")
+        );
+    }
 }

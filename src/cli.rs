@@ -76,10 +76,12 @@ pub struct NodeArgs {
     )]
     pub pair: Option<String>,
 
-    /// With --pair: use the code only if this node has no device token for
-    /// that gateway yet (so the same command line works after enrolment).
-    #[arg(long, requires = "pair")]
-    pub pair_if_needed: bool,
+    /// Use the setup code (given here, or with --pair) only while this node
+    /// has no device token for that gateway (so the same command line, or
+    /// service file, keeps working after enrolment and after the code
+    /// expired). As `openclaw node run --pair-if-needed <code>`.
+    #[arg(long, value_name = "CODE", num_args = 0..=1)]
+    pub pair_if_needed: Option<Option<String>>,
 
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]

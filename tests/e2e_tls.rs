@@ -602,6 +602,15 @@ fn e2e_remote_a_setup_code_enrols_the_node_and_a_bare_restart_reuses_its_device_
     };
     let qr = sandbox.openclaw_json(&["qr", "--setup-code-only", "--json"]);
     let code = qr["setupCode"].as_str().expect("a setup code").to_owned();
+    // What must never leak is the bootstrap token inside it.
+    let decoded: Value = {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&code)
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    let secret = decoded["bootstrapToken"].as_str().unwrap().to_owned();
     // Nothing but the code: no URL, no token, no pin in the environment.
     let bare = || {
         let mut cmd = sandbox.router_remote();
@@ -621,7 +630,10 @@ fn e2e_remote_a_setup_code_enrols_the_node_and_a_bare_restart_reuses_its_device_
     let request = request_after(&node.wait_for("openclaw devices approve "));
     sandbox.approve_device(&request);
     node.wait_for("connected to wss://198.18.0.1:");
-    assert!(!node.log().contains(&code), "the code is never printed");
+    assert!(
+        !node.log().contains(&code) && !node.log().contains(&secret),
+        "the code is never printed"
+    );
     // Restarted with nothing at all: the saved gateway, pin and device token.
     let node = node.restart(bare(), &["--display-name", "e2e-setup-code"]);
     node.wait_for("connected to wss://198.18.0.1:");
@@ -633,6 +645,9 @@ fn e2e_remote_a_setup_code_enrols_the_node_and_a_bare_restart_reuses_its_device_
     let state = node.dir.path().join("state");
     for entry in std::fs::read_dir(&state).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
-        assert!(!text.contains(&code), "the code is never written");
+        assert!(
+            !text.contains(&code) && !text.contains(&secret),
+            "the code is never written"
+        );
     }
 }

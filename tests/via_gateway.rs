@@ -579,8 +579,25 @@ async fn a_remote_operator_pairs_its_device_and_reuses_the_token_it_is_issued() 
     // Without the shared token: the device token it was issued.
     let third = call(remote_call(&["-m", "again"], false)).await;
     assert_eq!(third.content(), "ECHO: again\n", "{}", third.stdout);
+    let last = gw.operator_connects().last().unwrap().clone();
     assert_eq!(
-        gw.operator_connects().last().unwrap()["auth"]["token"],
-        issued.as_str()
+        last["auth"]["deviceToken"],
+        issued.as_str(),
+        "as OpenClaw's CLI sends it"
+    );
+    assert!(last["auth"].get("token").is_none());
+    // Revoked on the gateway: forgotten here, and the connect tried again
+    // without it (the gateway then wants a token or a pairing).
+    gw.revoke_device_tokens();
+    let fourth = call(remote_call(&["-m", "revoked"], false)).await;
+    assert!(
+        fourth.content().contains("refused the connection"),
+        "{}",
+        fourth.stdout
+    );
+    let tokens = std::fs::read_to_string(state.path().join("operator/device-tokens.json")).unwrap();
+    assert!(
+        !tokens.contains(&issued),
+        "the dead token is forgotten: {tokens}"
     );
 }

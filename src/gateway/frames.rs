@@ -144,6 +144,9 @@ pub struct Auth {
     /// A setup code's one-time token (enrolment without the shared token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap_token: Option<String>,
+    /// A device token an operator was issued (OpenClaw's CLI sends it here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_token: Option<String>,
 }
 
 /// `connect.device`: who we are, proven by a signature over the challenge.

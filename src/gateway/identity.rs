@@ -86,8 +86,15 @@ impl Identity {
                     public_key: identity.public_key.clone(),
                     private_key: URL_SAFE_NO_PAD.encode(seed),
                 };
-                write_private(&path, &serde_json::to_vec_pretty(&stored)?)?;
-                Ok(identity)
+                // Two processes creating it at once: the first one's stays,
+                // and the other reads it back (never a key whose file is gone).
+                match write_new_private(&path, &serde_json::to_vec_pretty(&stored)?) {
+                    Ok(()) => Ok(identity),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        Self::load_or_create(state_dir)
+                    }
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         }
@@ -212,6 +219,17 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// As [`write_private`], but never over an existing file (AlreadyExists).
+fn write_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist_noclobber(path).map_err(|e| e.error)?;
     Ok(())
 }
 

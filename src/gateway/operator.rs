@@ -61,15 +61,19 @@ pub async fn connect(
     limit: Duration,
     scope: Scope,
 ) -> Result<Connection, ConnectError> {
-    let remote = super::transport::Target::parse(&endpoint.url)
-        .map(|t| !super::transport::is_loopback(&t.host))
-        .unwrap_or(false);
+    // Refusals that need no socket come first: no key is made for a URL
+    // that could never be used.
+    let target =
+        super::transport::precheck(&endpoint.url, &endpoint.trust).map_err(|e| match e {
+            super::transport::WireError::Untrusted(why) => ConnectError::Untrusted(why),
+            e => ConnectError::Refused(e.to_string()),
+        })?;
     // CLAWBOT_ROUTER_OPERATOR_DEVICE=always|never overrides the rule (a
     // gateway that treats loopback as remote, or one that wants no device).
     let wanted = match std::env::var("CLAWBOT_ROUTER_OPERATOR_DEVICE").as_deref() {
         Ok("always") => true,
         Ok("never") => false,
-        _ => remote,
+        _ => !super::transport::is_loopback(&target.host),
     };
     let device = match (&credentials.device_dir, wanted) {
         (Some(dir), true) => Some(Device::load(dir).map_err(ConnectError::Refused)?),
@@ -83,12 +87,59 @@ pub async fn connect(
         (Scope::Admin, false) => vec![ADMIN_SCOPE.into()],
         (Scope::Pairing, _) => vec!["operator.read".into(), "operator.pairing".into()],
     };
-    // The shared token when we have one; else the device token this
-    // device was issued by that gateway.
-    let token = credentials
-        .token
-        .clone()
-        .or_else(|| device.as_ref().and_then(|d| d.tokens.get(&endpoint.url)));
+    // The shared token when we have one; else the device token this device
+    // was issued by that gateway (as `auth.deviceToken`, as OpenClaw's CLI
+    // sends it). A device token the gateway no longer takes is forgotten
+    // and the connect tried once more without it (a fresh pairing request).
+    let mut saved = match (&credentials.token, &device) {
+        (None, Some(d)) => d.tokens.get(&endpoint.url),
+        _ => None,
+    };
+    loop {
+        let attempt = open_operator(
+            endpoint,
+            credentials.token.as_deref(),
+            saved.as_deref(),
+            device.as_ref(),
+            &scopes,
+            limit,
+        )
+        .await;
+        match attempt {
+            Err(ConnectError::Rejected(error))
+                if saved.is_some()
+                    && matches!(
+                        error.detail_code(),
+                        "AUTH_TOKEN_MISMATCH"
+                            | "AUTH_DEVICE_TOKEN_MISMATCH"
+                            | "DEVICE_TOKEN_REVOKED"
+                    ) =>
+            {
+                if let Some(device) = &device {
+                    let _ = device.tokens.set(&endpoint.url, None);
+                }
+                saved = None;
+            }
+            Ok(conn) => {
+                if let (Some(device), Some(issued)) = (&device, conn.device_token()) {
+                    // Best effort: without it the next call presents the shared token.
+                    let _ = device.tokens.set(&endpoint.url, Some(issued));
+                }
+                return Ok(conn);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn open_operator(
+    endpoint: &super::Endpoint,
+    shared: Option<&str>,
+    device_token: Option<&str>,
+    device: Option<&Device>,
+    scopes: &[String],
+    limit: Duration,
+) -> Result<Connection, ConnectError> {
     let client = ClientInfo {
         id: CLIENT_ID.into(),
         display_name: String::new(),
@@ -98,17 +149,17 @@ pub async fn connect(
         mode: "cli".into(),
         instance_id: uuid::Uuid::new_v4().to_string(),
     };
-    let conn = client::open(endpoint, limit, |challenge| ConnectParams {
+    client::open(endpoint, limit, |challenge| ConnectParams {
         min_protocol: MIN_PROTOCOL,
         max_protocol: MAX_PROTOCOL,
-        device: device.as_ref().map(|d| {
+        device: device.map(|d| {
             d.identity.prove(&super::identity::SignedFields {
                 client_id: &client.id,
                 client_mode: &client.mode,
                 role: "operator",
-                scopes: &scopes,
+                scopes,
                 signed_at: challenge.ts,
-                token: token.as_deref(),
+                token: shared.or(device_token),
                 nonce: &challenge.nonce,
                 platform: &client.platform,
                 device_family: &client.device_family,
@@ -120,18 +171,14 @@ pub async fn connect(
         permissions: None,
         path_env: None,
         auth: Auth {
-            token: token.clone(),
+            token: shared.map(str::to_owned),
             bootstrap_token: None,
+            device_token: device_token.map(str::to_owned),
         },
         role: "operator".into(),
-        scopes: scopes.clone(),
+        scopes: scopes.to_vec(),
     })
-    .await?;
-    if let (Some(device), Some(issued)) = (&device, conn.device_token()) {
-        // Best effort: without it the next call presents the shared token.
-        let _ = device.tokens.set(&endpoint.url, Some(issued));
-    }
-    Ok(conn)
+    .await
 }
 
 /// An operator's device identity and the tokens gateways issued it.

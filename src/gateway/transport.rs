@@ -120,6 +120,15 @@ pub struct Target {
 }
 
 impl Target {
+    /// `host:port`, with brackets around an IPv6 address.
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
     pub fn parse(url: &str) -> Result<Self, WireError> {
         let uri: Uri = url
             .parse()
@@ -160,7 +169,47 @@ fn plaintext_rule(host: &str, break_glass: bool) -> bool {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return private_address(ip);
     }
+    // `134744072`, `0x8.8.8.8`, `8.8.2056`: names only to a URL parser,
+    // addresses to the resolver (inet_aton): judged as the address.
+    if let Some(v4) = inet_aton(&host) {
+        return private_v4(v4);
+    }
     host == "localhost" || host.ends_with(".local") || host.ends_with(".ts.net") || break_glass
+}
+
+/// The forms the C resolver takes for an IPv4 address: one to four parts,
+/// each decimal, octal (leading 0) or hex (0x), the last filling the rest.
+fn inet_aton(host: &str) -> Option<Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return None;
+    }
+    let mut values = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let value = if let Some(hex) = part.strip_prefix("0x") {
+            u64::from_str_radix(hex, 16).ok()?
+        } else if part.len() > 1 && part.starts_with('0') {
+            u64::from_str_radix(&part[1..], 8).ok()?
+        } else if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+            part.parse().ok()?
+        } else {
+            return None;
+        };
+        values.push(value);
+    }
+    let (last, head) = values.split_last()?;
+    let mut addr: u64 = 0;
+    for (i, v) in head.iter().enumerate() {
+        if *v > 255 {
+            return None;
+        }
+        addr |= v << (24 - 8 * i);
+    }
+    let room = 32 - 8 * head.len() as u32;
+    if *last >= 1u64 << room {
+        return None;
+    }
+    Some(Ipv4Addr::from((addr | last) as u32))
 }
 
 fn private_address(ip: IpAddr) -> bool {
@@ -223,12 +272,9 @@ impl Seen {
     }
 }
 
-async fn connect(
-    url: &str,
-    trust: &Trust,
-    config: WebSocketConfig,
-    seen: &Seen,
-) -> Result<Ws, WireError> {
+/// The checks made before any socket is opened: the URL, a pin with
+/// plaintext, and OpenClaw's plaintext rule.
+pub fn precheck(url: &str, trust: &Trust) -> Result<Target, WireError> {
     let target = Target::parse(url)?;
     if !target.tls && trust.pin.is_some() {
         return Err(WireError::Refused(format!(
@@ -237,10 +283,21 @@ async fn connect(
     }
     if !target.tls && !plaintext_allowed(&target.host) {
         return Err(WireError::Refused(format!(
-            "refusing plaintext ws:// to {}: it is not a loopback, private or .local/.ts.net address, and the token would cross the network unencrypted; use wss:// (--gateway wss://{}:{}/…, or --tls on the node; OpenClaw's OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1 admits private names, never public addresses)",
-            target.host, target.host, target.port
+            "refusing plaintext ws:// to {}: it is not a loopback, private or .local/.ts.net address, and the token would cross the network unencrypted; use wss:// (--gateway wss://{}/…, or --tls on the node; OpenClaw's OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1 admits private names, never public addresses)",
+            target.host,
+            target.authority()
         )));
     }
+    Ok(target)
+}
+
+async fn connect(
+    url: &str,
+    trust: &Trust,
+    config: WebSocketConfig,
+    seen: &Seen,
+) -> Result<Ws, WireError> {
+    let target = precheck(url, trust)?;
     let tcp = TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| {
@@ -286,9 +343,13 @@ async fn handshake(
     })?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     connector.connect(name, tcp).await.map_err(|e| {
-        let host = format!("{}:{}", target.host, target.port);
+        let host = target.authority();
         match verdict.lock().unwrap().take() {
             Some(problem) => WireError::Untrusted(format!("TLS: {host} {problem}")),
+            // What a plaintext server's answer looks like to TLS.
+            None if e.to_string().contains("InvalidContentType") => WireError::Refused(format!(
+                "TLS handshake with {host} failed: it does not speak TLS (a ws:// gateway? then use ws://{host})"
+            )),
             None => WireError::Transport(format!("TLS handshake with {host} failed: {e}")),
         }
     })
@@ -491,9 +552,20 @@ mod tests {
         ] {
             assert!(!plaintext_rule(public, false), "{public}");
         }
-        // Break-glass: any name, never a public address.
+        // Break-glass: any name, never a public address — in any spelling
+        // the resolver takes.
         assert!(plaintext_rule("gateway.corp.example", true));
-        assert!(!plaintext_rule("8.8.8.8", true));
+        for public in ["8.8.8.8", "134744072", "0x8.8.8.8", "8.8.2056", "010.0.0.1"] {
+            assert!(!plaintext_rule(public, true), "{public}");
+        }
+        assert_eq!(inet_aton("134744072"), Some(Ipv4Addr::new(8, 8, 8, 8)));
+        assert_eq!(inet_aton("0x7f.1"), Some(Ipv4Addr::new(127, 0, 0, 1)));
+        assert!(
+            plaintext_rule("0x7f.1", false),
+            "loopback in another spelling"
+        );
+        assert_eq!(inet_aton("deadbeef"), None);
+        assert_eq!(inet_aton("1.2.3.4.5"), None);
     }
 
     #[test]

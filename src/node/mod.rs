@@ -294,6 +294,12 @@ impl Node {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
         let mut choice = self.first_choice();
+        if choice == TokenChoice::Bootstrap
+            && let Some(why) = self.expired_code()
+        {
+            say(&why);
+            return 1;
+        }
         let mut tried_device_after_mismatch = false;
         let mut announced_pairing = HashSet::new();
         let mut not_gateway = 0;
@@ -386,14 +392,23 @@ impl Node {
                     {
                         say("the gateway no longer accepts the saved device token; forgetting it");
                         let _ = self.tokens.set(&self.options.gateway.url, None);
-                        if self.options.token.is_none() {
+                        if self.options.pair.is_some() {
+                            // The setup code in hand enrols the device again.
+                            if let Some(code) = self.expired_code() {
+                                say(&code);
+                                return 1;
+                            }
+                            choice = TokenChoice::Bootstrap;
+                            wait = Some(Duration::ZERO);
+                        } else if self.options.token.is_none() {
                             say(
                                 "no shared token to fall back on: pass --token or set OPENCLAW_GATEWAY_TOKEN",
                             );
                             return 1;
+                        } else {
+                            choice = TokenChoice::Shared;
+                            wait = Some(Duration::ZERO);
                         }
-                        choice = TokenChoice::Shared;
-                        wait = Some(Duration::ZERO);
                     }
                     "AUTH_TOKEN_MISMATCH" => {
                         let can_retry = error
@@ -511,6 +526,16 @@ impl Node {
         }
     }
 
+    /// Why the setup code cannot be used any more, if it cannot.
+    fn expired_code(&self) -> Option<String> {
+        let code = self.options.pair.as_ref()?;
+        code.expires_at_ms
+            .is_some_and(|at| at <= gateway::setup_code::now_ms())
+            .then(|| {
+                "the pairing setup code has expired and this node has no device token for its gateway: create a new one with `openclaw qr --setup-code-only` (or the Control UI's Node host dialog)".to_owned()
+            })
+    }
+
     /// The first token to present: a setup code's unless `--pair-if-needed`
     /// finds a device token already; then the saved device token; then the
     /// shared one.
@@ -563,11 +588,13 @@ impl Node {
                 Auth {
                     token: None,
                     bootstrap_token: token.map(str::to_owned),
+                    device_token: None,
                 }
             } else {
                 Auth {
                     token: token.map(str::to_owned),
                     bootstrap_token: None,
+                    device_token: None,
                 }
             },
             role: "node".into(),

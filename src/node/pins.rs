@@ -47,11 +47,19 @@ impl Pins {
         }
     }
 
-    fn load(&self) -> BTreeMap<String, Entry> {
-        std::fs::read(&self.path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+    /// The file's entries; a file that does not parse is an error (never
+    /// silently overwritten: it may hold other gateways' pins).
+    fn load(&self) -> std::io::Result<BTreeMap<String, Entry>> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                std::io::Error::other(format!(
+                    "{} is not valid ({e}); fix or delete it",
+                    self.path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// The trust to connect to `url` with, and where it came from.
@@ -61,7 +69,8 @@ impl Pins {
         }
         let remembered = self
             .load()
-            .remove(url)
+            .unwrap_or_default()
+            .remove(&key(url))
             .filter(|e| e.verified_by == "pin")
             .and_then(|e| Fingerprint::parse(&e.sha256).ok());
         match remembered {
@@ -78,7 +87,8 @@ impl Pins {
         presented: Fingerprint,
         source: Source,
     ) -> std::io::Result<Option<String>> {
-        let mut all = self.load();
+        let mut all = self.load()?;
+        let url = &key(url);
         let entry = Entry {
             sha256: presented.to_string(),
             verified_by: if source == Source::System {
@@ -118,6 +128,26 @@ impl Pins {
     }
 }
 
+/// One spelling per gateway: scheme and host in lower case, no trailing
+/// slash (the path is kept: it can name another gateway).
+fn key(url: &str) -> String {
+    let url = url.trim().trim_end_matches('/');
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            format!(
+                "{}://{}{path}",
+                scheme.to_ascii_lowercase(),
+                authority.to_ascii_lowercase()
+            )
+        }
+        None => url.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +183,17 @@ mod tests {
         let other = "wss://public.example";
         pins.remember(other, a, Source::System).unwrap();
         assert_eq!(pins.trust(other, &Trust::default()).1, Source::System);
+        // Another spelling of the same gateway keeps its pin.
+        assert_eq!(
+            pins.trust("WSS://GW:18789/", &Trust::default()).0.pin,
+            Some(b)
+        );
+        // A damaged file is reported, not overwritten.
+        std::fs::write(dir.path().join(FILE), "{not json").unwrap();
+        assert!(pins.remember(url, a, Source::Given).is_err());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(FILE)).unwrap(),
+            "{not json"
+        );
     }
 }

@@ -82,6 +82,12 @@ pub async fn call(
     let mut conn = tokio::select! {
         conn = connecting => match conn {
             Ok(conn) => conn,
+            // A certificate refused is a warning sign, never a reason to try
+            // another way: it is said, not fallen back from.
+            Err(e @ ConnectError::Untrusted(_)) => {
+                let content = messages::gateway_unreachable(lang, &options.gateway.url, &describe(&e, lang));
+                return Attempt::Done(reply(content, Status::Failed(1), started, None, false));
+            }
             Err(e) => return Attempt::NotReached(not_reached(&e, token.is_some(), lang)),
         },
         signal = cancel.as_mut() => {

@@ -224,6 +224,8 @@ async fn through_cli(
             }
         };
         let spec = runner::Spec {
+            // openclaw agent needs the gateway's token: it keeps everything.
+            env_remove: &[],
             program: invocation.program.clone(),
             args: invocation.args.clone(),
             cwd: None,

@@ -70,6 +70,8 @@ pub struct Spec {
     pub cwd: Option<PathBuf>,
     /// Variables set for the child on top of the inherited environment.
     pub env: Vec<(OsString, OsString)>,
+    /// Inherited variables the child must not see (secrets of ours).
+    pub env_remove: &'static [&'static str],
     /// Wall-clock limit from spawn to the first termination signal.
     pub timeout: Duration,
     /// Time between the polite signal (SIGTERM) and SIGKILL.
@@ -169,6 +171,9 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         cmd.current_dir(cwd);
     }
     let tag = new_tag();
+    for key in spec.env_remove {
+        cmd.env_remove(key);
+    }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_TAG_VAR, &tag);
     // `spawn` consumes the command, closing our copies of the write ends:
@@ -466,6 +471,7 @@ mod tests {
 
     fn sh(script: &str, split: bool) -> Spec {
         Spec {
+            env_remove: &[],
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: None,

@@ -230,6 +230,8 @@ impl ExecRequest {
         cancel: impl std::future::Future<Output = ()>,
     ) -> Result<Value, ToolError> {
         let spec = runner::Spec {
+            // An agent's command gets none of our credentials.
+            env_remove: crate::tools::SECRET_VARS,
             program: self.executable.clone().into(),
             args: self.argv.iter().skip(1).map(OsString::from).collect(),
             cwd: Some(self.cwd.clone()),

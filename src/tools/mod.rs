@@ -16,6 +16,15 @@ pub mod policy;
 pub mod sandbox;
 pub mod system;
 
+/// Our credentials, inherited from the node's environment: no command a
+/// tool runs may see them (an agent's `env` would put them in a transcript).
+pub const SECRET_VARS: &[&str] = &[
+    "OPENCLAW_GATEWAY_TOKEN",
+    "OPENCLAW_GATEWAY_PASSWORD",
+    "CLAWBOT_ROUTER_SETUP_CODE",
+    "CLAWBOT_ROUTER_MCP_TOKEN",
+];
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -38,6 +38,7 @@ async fn run_openclaw(
     timeout: Duration,
 ) -> Option<runner::Outcome> {
     let spec = runner::Spec {
+        env_remove: crate::tools::SECRET_VARS,
         program: words.first()?.into(),
         args: words[1..]
             .iter()

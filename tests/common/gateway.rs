@@ -538,7 +538,8 @@ fn v3(params: &Value, device: &Value) -> String {
         // The token slot carries whichever token was presented.
         s(params["auth"]
             .get("token")
-            .unwrap_or(&params["auth"]["bootstrapToken"])),
+            .or(params["auth"].get("bootstrapToken"))
+            .unwrap_or(&params["auth"]["deviceToken"])),
         s(&device["nonce"]),
         s(&params["client"]["platform"]).to_lowercase(),
         s(&params["client"]["deviceFamily"]).to_lowercase(),
@@ -648,7 +649,9 @@ where
         } else if device.is_object() {
             // An operator with a device identity (away from loopback).
             let sig_ok = signature_valid(params, device, &nonce, ts);
-            let token = params["auth"]["token"].as_str();
+            let token = params["auth"]["token"]
+                .as_str()
+                .or(params["auth"]["deviceToken"].as_str());
             let issued = s.device_tokens.get(&device_id).cloned();
             if !sig_ok {
                 Err(error(
