@@ -150,6 +150,23 @@ impl Sandbox {
         assert_eq!(code, Some(0), "devices approve {request}: {out}\n{err}");
     }
 
+    /// `system.which` on the node `name`, through the gateway, must work.
+    fn which_on(&self, name: &str) {
+        let params = r#"{"bins":["sh"]}"#;
+        let invoked = self.openclaw_json(&[
+            "nodes",
+            "invoke",
+            "--node",
+            name,
+            "--command",
+            "system.which",
+            "--params",
+            params,
+            "--json",
+        ]);
+        assert_eq!(invoked["ok"], true, "{invoked}");
+    }
+
     fn approve_surface(&self, request: &str) {
         let (out, err, code) = self.openclaw(&["nodes", "approve", request]);
         assert_eq!(code, Some(0), "nodes approve {request}: {out}\n{err}");
@@ -343,18 +360,7 @@ fn e2e_tls_the_node_pins_remembers_and_refuses_a_regenerated_certificate() {
     let request = request_after(&node.wait_for("openclaw nodes approve "));
     sandbox.approve_surface(&request);
     node.wait_for(&format!("pairing request {request} approved"));
-    let invoked = sandbox.openclaw_json(&[
-        "nodes",
-        "invoke",
-        "--node",
-        "e2e-tls-node",
-        "--command",
-        "system.which",
-        "--params",
-        r#"{"bins":["sh"]}"#,
-        "--json",
-    ]);
-    assert_eq!(invoked["ok"], true, "{invoked}");
+    sandbox.which_on("e2e-tls-node");
     node.wait_for("remembered the gateway's certificate");
     // No flag, no variable: the pin it remembered.
     let mut bare = sandbox.router();
@@ -475,18 +481,7 @@ fn e2e_remote_a_node_pairs_with_devices_approve_and_serves() {
     let request = request_after(&node.wait_for("openclaw nodes approve "));
     sandbox.approve_surface(&request);
     node.wait_for(&format!("pairing request {request} approved"));
-    let invoked = sandbox.openclaw_json(&[
-        "nodes",
-        "invoke",
-        "--node",
-        "e2e-remote-node",
-        "--command",
-        "system.which",
-        "--params",
-        r#"{"bins":["sh"]}"#,
-        "--json",
-    ]);
-    assert_eq!(invoked["ok"], true, "{invoked}");
+    sandbox.which_on("e2e-remote-node");
     let listed = sandbox
         .openclaw_json(&["nodes", "list", "--json"])
         .to_string();

@@ -213,23 +213,25 @@ impl TokenStore {
 /// Creates the directory (0700) if needed and writes `bytes` to `path`
 /// (0600) atomically.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    private_file(path, bytes, true)
 }
 
 /// As [`write_private`], but never over an existing file (AlreadyExists).
 fn write_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    private_file(path, bytes, false)
+}
+
+fn private_file(path: &Path, bytes: &[u8], overwrite: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
-    file.persist_noclobber(path).map_err(|e| e.error)?;
+    if overwrite {
+        file.persist(path).map_err(|e| e.error)?;
+    } else {
+        file.persist_noclobber(path).map_err(|e| e.error)?;
+    }
     Ok(())
 }
 

@@ -546,6 +546,21 @@ fn v3(params: &Value, device: &Value) -> String {
     )
 }
 
+/// OpenClaw's answer to a device that awaits approval (one request per device).
+fn pairing_required(s: &mut State, id: &Value, device_id: &str, role: &str) -> String {
+    let request = s
+        .pair_requests
+        .entry(device_id.to_owned())
+        .or_insert_with(|| uuid::Uuid::new_v4().to_string())
+        .clone();
+    error(
+        id,
+        "NOT_PAIRED",
+        "pairing required: device is not approved yet",
+        json!({"code": "PAIRING_REQUIRED", "reason": "not-paired", "requestId": request, "deviceId": device_id, "requestedRole": role}),
+    )
+}
+
 fn signature_valid(params: &Value, device: &Value, nonce: &str, ts: u64) -> bool {
     let decode = |v: &Value| URL_SAFE_NO_PAD.decode(v.as_str().unwrap_or("")).ok();
     let (Some(public), Some(signature)) =
@@ -671,17 +686,7 @@ where
                     json!({"code": "AUTH_TOKEN_MISMATCH", "canRetryWithDeviceToken": false}),
                 ))
             } else if config.manual_pairing && !s.approved_devices.contains(&device_id) {
-                let request = s
-                    .pair_requests
-                    .entry(device_id.clone())
-                    .or_insert_with(|| uuid::Uuid::new_v4().to_string())
-                    .clone();
-                Err(error(
-                    id,
-                    "NOT_PAIRED",
-                    "pairing required: device is not approved yet",
-                    json!({"code": "PAIRING_REQUIRED", "reason": "not-paired", "requestId": request, "deviceId": device_id, "requestedRole": "operator", "requestedScopes": params["scopes"]}),
-                ))
+                Err(pairing_required(&mut s, id, &device_id, "operator"))
             } else {
                 let token = s
                     .device_tokens
@@ -794,17 +799,7 @@ where
                 json!({"code": "AUTH_TOKEN_MISMATCH", "canRetryWithDeviceToken": true, "recommendedNextStep": "retry_with_device_token"}),
             ))
         } else if config.manual_pairing && !s.approved_devices.contains(&device_id) {
-            let request = s
-                .pair_requests
-                .entry(device_id.clone())
-                .or_insert_with(|| uuid::Uuid::new_v4().to_string())
-                .clone();
-            Err(error(
-                id,
-                "NOT_PAIRED",
-                "pairing required: device is not approved yet",
-                json!({"code": "PAIRING_REQUIRED", "reason": "not-paired", "requestId": request, "deviceId": device_id, "requestedRole": "node"}),
-            ))
+            Err(pairing_required(&mut s, id, &device_id, "node"))
         } else {
             let token = s
                 .device_tokens
