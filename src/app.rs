@@ -214,6 +214,12 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
         approval: args.approval,
         allow: args.allow,
         deny: args.deny,
+        commands: args.commands.map(|c| {
+            c.into_iter()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect()
+        }),
         doctor: args.doctor.then_some(node::Doctor {
             agent: args.agent,
             question: args.message,

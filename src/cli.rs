@@ -108,6 +108,11 @@ pub struct NodeArgs {
     #[arg(long = "deny-command", value_name = "NAME")]
     pub deny: Vec<String>,
 
+    /// Declare only these commands (comma-separated), as `openclaw node run
+    /// --commands` does; anything else is refused.
+    #[arg(long, value_name = "A,B,C", value_delimiter = ',')]
+    pub commands: Option<Vec<String>>,
+
     /// Also start a doctor session: send this machine's diagnostic context
     /// to the agent, stream its reply to stdout, and send each stdin line
     /// as a follow-up until end of input.

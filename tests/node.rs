@@ -516,6 +516,103 @@ async fn a_node_stopped_while_it_waits_to_reconnect_says_so() {
     );
 }
 
+// ---- OpenClaw's desktop-host commands -------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fs_list_dir_and_terminal_upload_have_openclaws_shapes_inside_the_workspace() {
+    let (gw, node) = connected(Config::default(), &["--allow-command", "terminal.upload"]).await;
+    std::fs::create_dir_all(node.ws().join("src/deep")).unwrap();
+    std::fs::write(node.ws().join("README"), "x").unwrap();
+    let listed = payload(&gw.invoke("fs.listDir", json!({})).await);
+    let root = std::fs::canonicalize(node.ws()).unwrap();
+    assert_eq!(listed["path"], json!(root));
+    assert_eq!(listed["home"], json!(root));
+    assert_eq!(
+        listed["entries"],
+        json!([{"name": "src", "path": root.join("src")}])
+    );
+    let deeper = payload(
+        &gw.invoke("fs.listDir", json!({"path": root.join("src")}))
+            .await,
+    );
+    assert_eq!(deeper["parent"], json!(root));
+    assert_eq!(
+        error_code(&gw.invoke("fs.listDir", json!({"path": "/"})).await),
+        "PATH_OUTSIDE_WORKSPACE"
+    );
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(b"uploaded bytes");
+    let up = payload(
+        &gw.invoke(
+            "terminal.upload",
+            json!({"name": "a/../b.txt", "contentBase64": body}),
+        )
+        .await,
+    );
+    assert_eq!(up["size"], 14);
+    assert_eq!(
+        std::fs::read(node.ws().join("uploads/b.txt")).unwrap(),
+        b"uploaded bytes"
+    );
+    let connect = &gw.connects()[0];
+    let commands: Vec<&str> = connect["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(commands.contains(&"fs.listDir") && commands.contains(&"terminal.upload"));
+    assert_eq!(
+        commands.contains(&"system.notify"),
+        which_notify_send(),
+        "system.notify is declared exactly where notify-send exists"
+    );
+}
+
+fn which_notify_send() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("notify-send").is_file()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_are_risky_and_commands_restricts_the_surface() {
+    let (gw, node) = connected(
+        Config::default(),
+        &["--commands", "system.which,fs.listDir,terminal.upload"],
+    )
+    .await;
+    let connect = &gw.connects()[0];
+    assert_eq!(
+        connect["commands"],
+        json!(["system.which", "fs.listDir", "terminal.upload"])
+    );
+    assert_eq!(connect["caps"], json!(["system", "file"]));
+    let refused = gw.invoke("read_file", json!({"path": "x"})).await;
+    assert_eq!(error_code(&refused), "UNAVAILABLE");
+    // No terminal, nothing pre-approved: an upload is a write, and refused.
+    let up = gw
+        .invoke(
+            "terminal.upload",
+            json!({"name": "x", "contentBase64": "eA=="}),
+        )
+        .await;
+    assert_eq!(error_code(&up), "USER_REJECTED");
+    assert!(!node.ws().join("uploads/x").exists());
+    drop(node);
+    // A name this node has never heard of is a mistake, said at start.
+    let mut bad = Node::start(
+        &gw.url(),
+        &["--token", TOKEN, "--commands", "system.which,no.such"],
+    );
+    assert_eq!(bad.wait_exit(LONG).await, Some(1));
+    assert!(
+        bad.stderr()
+            .contains("--commands: this node has no command \"no.such\""),
+        "{}",
+        bad.stderr()
+    );
+}
+
 // ---- TLS ----------------------------------------------------------------------
 
 async fn tls_gateway() -> (FakeGateway, common::gateway::TestCert) {

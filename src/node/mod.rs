@@ -79,6 +79,8 @@ pub struct Options {
     pub approval: Mode,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
+    /// `--commands`: declare only these (as `openclaw node run --commands`).
+    pub commands: Option<Vec<String>>,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -280,7 +282,12 @@ impl Node {
             .unwrap_or_else(|| "clawbot_router".into());
         Ok(Self {
             tokens: TokenStore::new(&options.state_dir),
-            tools: Tools::new(workspace, policy, audit),
+            tools: Tools::new(
+                workspace,
+                policy,
+                audit,
+                tools::declared_commands(options.commands.as_deref())?,
+            ),
             identity,
             display_name,
             pins: pins::Pins::new(&options.state_dir),
@@ -580,8 +587,8 @@ impl Node {
             min_protocol: MIN_PROTOCOL,
             max_protocol: MAX_PROTOCOL,
             client,
-            caps: vec!["system".into(), "file".into()],
-            commands: tools::command_names(),
+            caps: caps(self.tools.declared()),
+            commands: self.tools.declared().to_vec(),
             permissions: Some(Default::default()),
             path_env: std::env::var("PATH").ok(),
             auth: if bootstrap {
@@ -972,6 +979,18 @@ fn halve_longest_string(value: &mut Value) -> bool {
 }
 
 /// Refusals that retrying cannot fix.
+/// The capability families the declared commands belong to.
+fn caps(declared: &[String]) -> Vec<String> {
+    let mut caps = Vec::new();
+    if declared.iter().any(|c| c.starts_with("system.")) {
+        caps.push("system".to_owned());
+    }
+    if declared.iter().any(|c| !c.starts_with("system.")) {
+        caps.push("file".to_owned());
+    }
+    caps
+}
+
 fn is_terminal(error: &ErrorShape) -> bool {
     error.code == "INVALID_REQUEST" && error.message.contains("connect params")
 }

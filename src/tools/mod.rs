@@ -12,6 +12,7 @@ pub mod audit;
 mod error;
 pub mod exec;
 pub mod fs;
+pub mod host;
 pub mod policy;
 pub mod sandbox;
 pub mod system;
@@ -52,10 +53,13 @@ enum Tool {
     SystemInfo,
     WriteFile,
     RunCommand,
+    ListDir,
+    Upload,
+    Notify,
 }
 
 impl Tool {
-    const ALL: [Tool; 11] = [
+    const ALL: [Tool; 14] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -67,6 +71,9 @@ impl Tool {
         Tool::SystemInfo,
         Tool::WriteFile,
         Tool::RunCommand,
+        Tool::ListDir,
+        Tool::Upload,
+        Tool::Notify,
     ];
 
     /// The name on the wire.
@@ -83,6 +90,17 @@ impl Tool {
             Tool::SystemInfo => "system_info",
             Tool::WriteFile => "write_file",
             Tool::RunCommand => "run_command",
+            Tool::ListDir => "fs.listDir",
+            Tool::Upload => "terminal.upload",
+            Tool::Notify => "system.notify",
+        }
+    }
+
+    /// Whether this machine can offer it at all.
+    fn available(self) -> bool {
+        match self {
+            Tool::Notify => host::can_notify(),
+            _ => true,
         }
     }
 
@@ -91,9 +109,34 @@ impl Tool {
     }
 }
 
-/// The names of every command, for `connect.commands`.
-pub fn command_names() -> Vec<String> {
-    Tool::ALL.iter().map(|c| c.name().to_owned()).collect()
+/// Every command this machine can offer, by name.
+pub fn available_commands() -> Vec<String> {
+    Tool::ALL
+        .iter()
+        .filter(|c| c.available())
+        .map(|c| c.name().to_owned())
+        .collect()
+}
+
+/// The declared surface: every available command, or (`--commands`, as
+/// `openclaw node run --commands` does) those of `only` that are available.
+/// Nothing left is an error, and so is a name this node has never heard of.
+pub fn declared_commands(only: Option<&[String]>) -> Result<Vec<String>, String> {
+    let available = available_commands();
+    let Some(only) = only else {
+        return Ok(available);
+    };
+    if let Some(unknown) = only.iter().find(|n| Tool::parse(n).is_none()) {
+        return Err(format!(
+            "--commands: this node has no command {unknown:?}; it offers {}",
+            available.join(", ")
+        ));
+    }
+    let kept: Vec<String> = available.into_iter().filter(|n| only.contains(n)).collect();
+    if kept.is_empty() {
+        return Err("--commands leaves this node nothing it can offer here".into());
+    }
+    Ok(kept)
 }
 
 /// A command's work, prepared but not started.
@@ -109,6 +152,8 @@ pub struct Tools {
     workspace: Workspace,
     policy: Policy,
     audit: audit::Audit,
+    /// The commands declared to the gateway; anything else is refused.
+    declared: Vec<String>,
 }
 
 /// One invocation.
@@ -125,12 +170,23 @@ pub struct Invocation<'a> {
 }
 
 impl Tools {
-    pub fn new(workspace: Workspace, policy: Policy, audit: audit::Audit) -> Arc<Self> {
+    pub fn new(
+        workspace: Workspace,
+        policy: Policy,
+        audit: audit::Audit,
+        declared: Vec<String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
             policy,
             audit,
+            declared,
         })
+    }
+
+    /// The commands to declare in `connect.commands`.
+    pub fn declared(&self) -> &[String] {
+        &self.declared
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -177,10 +233,16 @@ impl Tools {
                 format!(
                     "this node has no command {:?}; it offers {}",
                     inv.command,
-                    command_names().join(", ")
+                    self.declared.join(", ")
                 ),
             ));
         };
+        if !self.declared.iter().any(|d| d == command.name()) {
+            return Err(ToolError::new(
+                "UNAVAILABLE",
+                format!("{} is not advertised by this node", command.name()),
+            ));
+        }
         let params = parse_params(inv.params_json)?;
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
@@ -250,6 +312,37 @@ impl Tools {
                 (
                     call,
                     Box::pin(self.blocking(move |ws| fs::write_file(ws, p))),
+                    false,
+                )
+            }
+            Tool::ListDir => {
+                let p = typed(&params)?;
+                (
+                    safe,
+                    Box::pin(self.blocking(move |ws| host::list_dir(ws, p))),
+                    false,
+                )
+            }
+            Tool::Notify => {
+                let p = typed(&params)?;
+                (safe, Box::pin(host::notify(p)), false)
+            }
+            Tool::Upload => {
+                let p: host::Upload = typed(&params)?;
+                let call = Call {
+                    command: name.to_owned(),
+                    risk: Risk::Risky,
+                    summary: format!(
+                        "terminal.upload: {} into {}/ ({} bytes of base64)",
+                        p.file_name()?,
+                        host::UPLOAD_DIR,
+                        p.content_base64.len()
+                    ),
+                    exec: None,
+                };
+                (
+                    call,
+                    Box::pin(self.blocking(move |ws| host::upload(ws, p))),
                     false,
                 )
             }
@@ -352,6 +445,7 @@ mod tests {
             Workspace::new(&ws).unwrap(),
             Policy::new(mode, vec![], vec![], &state, None),
             audit::Audit::open(&state),
+            available_commands(),
         )
     }
 
