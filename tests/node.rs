@@ -613,6 +613,67 @@ async fn uploads_are_risky_and_commands_restricts_the_surface() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_system_run_reports_exec_finished_before_its_result_and_the_host_its_stats() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let params = json!({"command": ["sh", "-c", "echo out; echo err >&2"], "runId": "run-42", "sessionKey": "agent:main:s1"});
+    let result = gw.invoke("system.run", params).await;
+    assert_eq!(payload(&result)["exitCode"], 0);
+    let requests = gw.node_requests();
+    let event_at = requests
+        .iter()
+        .position(|r| r["method"] == "node.event" && r["params"]["event"] == "exec.finished")
+        .expect("exec.finished sent");
+    let result_at = requests
+        .iter()
+        .position(|r| r["method"] == "node.invoke.result")
+        .unwrap();
+    assert!(
+        event_at < result_at,
+        "the event comes first, as OpenClaw's node host sends it"
+    );
+    let event: Value = serde_json::from_str(
+        requests[event_at]["params"]["payloadJSON"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(event["runId"], "run-42");
+    assert_eq!(event["sessionKey"], "agent:main:s1");
+    assert_eq!(
+        event["output"], "out\n\nerr",
+        "joined with a newline, then trimmed, as OpenClaw does"
+    );
+    assert_eq!(event["command"], "sh -c \"echo out; echo err >&2\"");
+    let stats = requests
+        .iter()
+        .find(|r| r["params"]["event"] == "node.host.stats")
+        .expect("host stats at connect");
+    let stats: Value =
+        serde_json::from_str(stats["params"]["payloadJSON"].as_str().unwrap()).unwrap();
+    assert!(stats["memoryTotalBytes"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_system_run_reports_exec_denied() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "deny"]).await;
+    let params =
+        json!({"command": ["touch", "x"], "runId": "run-7", "sessionKey": "agent:main:s2"});
+    let result = gw.invoke("system.run", params).await;
+    assert_eq!(error_code(&result), "USER_REJECTED");
+    let requests = gw.node_requests();
+    let denied = requests
+        .iter()
+        .find(|r| r["params"]["event"] == "exec.denied")
+        .expect("exec.denied sent");
+    let event: Value =
+        serde_json::from_str(denied["params"]["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (event["runId"].as_str(), event["reason"].as_str()),
+        (Some("run-7"), Some("approval-required"))
+    );
+}
+
 // ---- TLS ----------------------------------------------------------------------
 
 async fn tls_gateway() -> (FakeGateway, common::gateway::TestCert) {

@@ -15,6 +15,7 @@
 
 pub mod backoff;
 mod doctor;
+mod events;
 mod lock;
 mod name;
 mod pins;
@@ -629,6 +630,10 @@ impl Node {
         surface.ask(&outbox);
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
+        // Host stats: at once, then every minute (not with a --commands
+        // surface, as OpenClaw's node host does).
+        let mut stats_timer = tokio::time::interval(events::STATS_EVERY);
+        let stats = self.options.commands.is_none();
 
         let end = loop {
             tokio::select! {
@@ -689,6 +694,11 @@ impl Node {
                     }
                 }
                 _ = surface_timer.tick(), if surface.pending() => surface.ask(&outbox),
+                _ = stats_timer.tick(), if stats => {
+                    if let Some(event) = events::host_stats() {
+                        outbox.request("node.event", event);
+                    }
+                }
             }
         };
 
@@ -754,6 +764,7 @@ impl Node {
             request.node_id.clone()
         };
         tokio::spawn(async move {
+            let params_json = request.params_json.clone();
             let (outcome, decision) = tools
                 .invoke(Invocation {
                     id: &request.id,
@@ -776,6 +787,12 @@ impl Node {
             // Serialising and fitting a result of megabytes is CPU work:
             // off the runtime thread, so signals and other invocations are
             // never kept waiting behind it.
+            // The run's event goes first, as OpenClaw's node host sends it.
+            if let Some(event) =
+                events::exec_event(&request.command, params_json.as_deref(), &outcome)
+            {
+                outbox.request("node.event", event);
+            }
             let id = request.id.clone();
             let _ = tokio::task::spawn_blocking(move || {
                 send_result(&outbox, result_frame(id, node_id, outcome), max_payload);

@@ -336,7 +336,7 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
 /// checks that `system.run`'s `rawCommand` equals it, so the plan's
 /// `commandText` must be written exactly this way — an argument is quoted
 /// with `"` only when it is empty or holds whitespace or a `"`.
-fn format_exec_command(argv: &[String]) -> String {
+pub fn format_exec_command(argv: &[String]) -> String {
     // JavaScript's \s: Unicode White_Space without U+0085, plus U+FEFF.
     let js_space = |c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}';
     argv.iter()
