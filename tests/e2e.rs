@@ -814,6 +814,48 @@ fn e2e_an_agents_exec_on_the_node_runs_here() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_openclaw_approvals_manage_the_nodes_allowlist() {
+    // Headless and nothing pre-approved: an agent's exec is refused here...
+    let node = RealNode::start("e2e-approvals", &[]);
+    node.approve_surface();
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let ask = |m: &str| run(real_router().args(["-a", "main", "-m", m, "--timeout", "120"]));
+    let before = ask(&format!("[[exec:uname -s]] {marker}"));
+    assert!(!before.content().contains("Linux"), "{}", before.stdout);
+    assert!(
+        node.log().contains("system.run → USER_REJECTED"),
+        "{}",
+        node.log()
+    );
+    // ... until an operator allowlists the program from the gateway.
+    let (got, err, code) = openclaw(&["approvals", "get", "--node", "e2e-approvals", "--json"]);
+    assert_eq!(code, Some(0), "{got}\n{err}");
+    let uname = std::fs::canonicalize(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join("uname"))
+            .find(|p| p.is_file())
+            .unwrap(),
+    )
+    .unwrap();
+    let uname = uname.to_str().unwrap();
+    let (out, err, code) = openclaw(&[
+        "approvals",
+        "allowlist",
+        "add",
+        "--node",
+        "e2e-approvals",
+        uname,
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let (got, _, _) = openclaw(&["approvals", "get", "--node", "e2e-approvals", "--json"]);
+    assert!(got.contains(uname), "the round trip shows the entry: {got}");
+    let after = ask(&format!("[[exec:uname -s]] again {marker}"));
+    assert!(after.content().contains("Linux"), "{}", after.stdout);
+    assert!(node.log().contains("(allowed:allowlist)"), "{}", node.log());
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_the_node_survives_a_gateway_restart() {
     let node = RealNode::start("e2e-restart", &[]);
     node.approve_surface();

@@ -674,6 +674,76 @@ async fn a_refused_system_run_reports_exec_denied() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_exec_approvals_document_is_managed_from_the_gateway_and_preapproves() {
+    // Headless, --approval ask: nothing risky runs unless pre-approved.
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let run_true = || gw.invoke("system.run", json!({"command": ["sh", "-lc", "true"]}));
+    assert_eq!(error_code(&run_true().await), "USER_REJECTED");
+    let got = payload(&gw.invoke("system.execApprovals.get", json!({})).await);
+    assert_eq!(got["exists"], true);
+    assert_eq!(
+        got["file"],
+        json!({"version": 1, "defaults": {}, "agents": {}})
+    );
+    let hash = got["hash"].as_str().unwrap().to_owned();
+    let truth = std::fs::canonicalize(which("true")).unwrap();
+    let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": truth}]}}});
+    // A stale hash is refused, as OpenClaw's node host refuses it.
+    let stale = gw
+        .invoke(
+            "system.execApprovals.set",
+            json!({"file": file, "baseHash": "0000"}),
+        )
+        .await;
+    assert_eq!(error_code(&stale), "INVALID_REQUEST");
+    assert!(
+        stale["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exec approvals changed; reload and retry")
+    );
+    let set = payload(
+        &gw.invoke(
+            "system.execApprovals.set",
+            json!({"file": file, "baseHash": hash}),
+        )
+        .await,
+    );
+    assert_ne!(set["hash"], hash);
+    assert_eq!(
+        payload(&run_true().await)["exitCode"],
+        0,
+        "allowlisted through the shell wrapper"
+    );
+    assert!(
+        node.stderr().contains("(allowed:allowlist)"),
+        "{}",
+        node.stderr()
+    );
+    // Never stronger than the node's forbidden rules.
+    let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": "/**"}]}}});
+    let hash = set["hash"].clone();
+    payload(
+        &gw.invoke(
+            "system.execApprovals.set",
+            json!({"file": file, "baseHash": hash}),
+        )
+        .await,
+    );
+    let sudo = gw
+        .invoke("system.run", json!({"command": ["sh", "-lc", "sudo true"]}))
+        .await;
+    assert_eq!(error_code(&sudo), "FORBIDDEN");
+}
+
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap()
+}
+
 // ---- TLS ----------------------------------------------------------------------
 
 async fn tls_gateway() -> (FakeGateway, common::gateway::TestCert) {

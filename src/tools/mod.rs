@@ -8,6 +8,7 @@
 //! policy did not allow, and never let a file tool leave the workspace
 //! (every path goes through [`sandbox::Workspace`]).
 
+pub mod approvals;
 pub mod audit;
 mod error;
 pub mod exec;
@@ -56,10 +57,12 @@ enum Tool {
     ListDir,
     Upload,
     Notify,
+    ApprovalsGet,
+    ApprovalsSet,
 }
 
 impl Tool {
-    const ALL: [Tool; 14] = [
+    const ALL: [Tool; 16] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -74,6 +77,8 @@ impl Tool {
         Tool::ListDir,
         Tool::Upload,
         Tool::Notify,
+        Tool::ApprovalsGet,
+        Tool::ApprovalsSet,
     ];
 
     /// The name on the wire.
@@ -93,6 +98,8 @@ impl Tool {
             Tool::ListDir => "fs.listDir",
             Tool::Upload => "terminal.upload",
             Tool::Notify => "system.notify",
+            Tool::ApprovalsGet => "system.execApprovals.get",
+            Tool::ApprovalsSet => "system.execApprovals.set",
         }
     }
 
@@ -326,6 +333,25 @@ impl Tools {
             Tool::Notify => {
                 let p = typed(&params)?;
                 (safe, Box::pin(host::notify(p)), false)
+            }
+            // The gateway forwards these only from operators with
+            // operator.admin (`openclaw approvals … --node`); the document
+            // can pre-approve programs but never unforbid one.
+            Tool::ApprovalsGet => {
+                let tools = Arc::clone(self);
+                (
+                    safe,
+                    Box::pin(async move { tools.policy.document().get() }),
+                    false,
+                )
+            }
+            Tool::ApprovalsSet => {
+                let tools = Arc::clone(self);
+                (
+                    safe,
+                    Box::pin(async move { tools.policy.document().set(params) }),
+                    false,
+                )
             }
             Tool::Upload => {
                 let p: host::Upload = typed(&params)?;

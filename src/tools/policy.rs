@@ -102,6 +102,8 @@ pub struct Policy {
     approvals: PathBuf,
     remembered: Mutex<Vec<Remembered>>,
     prompter: Option<Prompter>,
+    /// OpenClaw's exec-approvals document, managed from the gateway.
+    document: std::sync::Arc<super::approvals::Store>,
 }
 
 impl Policy {
@@ -130,7 +132,13 @@ impl Policy {
             approvals,
             remembered: Mutex::new(remembered),
             prompter,
+            document: std::sync::Arc::new(super::approvals::Store::open(state_dir)),
         }
+    }
+
+    /// The exec-approvals document (`system.execApprovals.*`).
+    pub fn document(&self) -> &super::approvals::Store {
+        &self.document
     }
 
     /// Decides `call`; a question on the terminal waits at most `wait`.
@@ -153,6 +161,26 @@ impl Policy {
         if call.risk == Risk::Safe {
             return Decision::Allowed("safe");
         }
+        use super::approvals::Verdict;
+        let verdict = call
+            .exec
+            .as_ref()
+            .map(|e| self.document.verdict(e, None))
+            .unwrap_or(Verdict::Silent);
+        match verdict {
+            Verdict::Denied => {
+                return Decision::Refused {
+                    code: "FORBIDDEN",
+                    message: format!(
+                        "{} is refused: the exec approvals document says security=deny (openclaw approvals get --node)",
+                        call.command
+                    ),
+                };
+            }
+            Verdict::Allowed => return Decision::Allowed("allowlist"),
+            Verdict::MustAsk => return self.ask_human(call, wait).await,
+            Verdict::Silent => {}
+        }
         if self.pre_approved(call) {
             return Decision::Allowed("allow-command");
         }
@@ -162,19 +190,24 @@ impl Policy {
         match self.mode {
             Mode::Allow => Decision::Allowed("approval-allow"),
             Mode::Deny => rejected("the node's approval policy is deny"),
-            Mode::Ask => match &self.prompter {
-                None => rejected(
-                    "no terminal to ask for approval (run the node with --approval allow or --allow-command NAME to pre-approve)",
-                ),
-                Some(prompter) => match prompter.ask(&call.summary, wait).await {
-                    Answer::Once => Decision::Allowed("user-once"),
-                    Answer::Always => {
-                        self.remember(call);
-                        Decision::Allowed("user-always")
-                    }
-                    Answer::Deny => rejected("User declined to execute this operation"),
-                    Answer::TimedOut => rejected("no answer from the user in time"),
-                },
+            Mode::Ask => self.ask_human(call, wait).await,
+        }
+    }
+
+    /// A human decides: on the terminal when there is one.
+    async fn ask_human(&self, call: &Call, wait: Duration) -> Decision {
+        match &self.prompter {
+            None => rejected(
+                "no terminal to ask for approval (run the node with --approval allow or --allow-command NAME to pre-approve, or allowlist it: openclaw approvals allowlist add --node <this node> <program path>)",
+            ),
+            Some(prompter) => match prompter.ask(&call.summary, wait).await {
+                Answer::Once => Decision::Allowed("user-once"),
+                Answer::Always => {
+                    self.remember(call);
+                    Decision::Allowed("user-always")
+                }
+                Answer::Deny => rejected("User declined to execute this operation"),
+                Answer::TimedOut => rejected("no answer from the user in time"),
             },
         }
     }
@@ -309,7 +342,7 @@ fn builtin_forbidden(exec: &Exec) -> Option<String> {
 }
 
 /// The script of `sh -c SCRIPT` (and bash, zsh, dash), if that is what runs.
-fn shell_script(argv: &[String]) -> Option<&str> {
+pub(super) fn shell_script(argv: &[String]) -> Option<&str> {
     let shell = argv.first()?.rsplit('/').next()?;
     if !matches!(shell, "sh" | "bash" | "zsh" | "dash" | "ksh") {
         return None;
