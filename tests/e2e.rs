@@ -823,7 +823,7 @@ fn e2e_openclaw_approvals_manage_the_nodes_allowlist() {
     let before = ask(&format!("[[exec:uname -s]] {marker}"));
     assert!(!before.content().contains("Linux"), "{}", before.stdout);
     assert!(
-        node.log().contains("system.run → USER_REJECTED"),
+        node.log().contains("system.run → SYSTEM_RUN_DENIED"),
         "{}",
         node.log()
     );

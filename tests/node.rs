@@ -509,6 +509,8 @@ async fn a_node_stopped_while_it_waits_to_reconnect_says_so() {
     node.wait_stderr("reconnecting in", LONG).await;
     node.signal(libc::SIGTERM);
     assert_eq!(node.wait_exit(LONG).await, Some(0));
+    // The pipe's last bytes may still be on their way to the collector.
+    node.wait_stderr("] stopped", LONG).await;
     assert!(
         node.stderr().trim_end().ends_with("stopped"),
         "{}",
@@ -679,7 +681,7 @@ async fn the_exec_approvals_document_is_managed_from_the_gateway_and_preapproves
     // Headless, --approval ask: nothing risky runs unless pre-approved.
     let (gw, node) = connected(Config::default(), &[]).await;
     let run_true = || gw.invoke("system.run", json!({"command": ["sh", "-lc", "true"]}));
-    assert_eq!(error_code(&run_true().await), "USER_REJECTED");
+    assert_eq!(error_code(&run_true().await), "SYSTEM_RUN_DENIED");
     let got = payload(&gw.invoke("system.execApprovals.get", json!({})).await);
     assert_eq!(got["exists"], true);
     assert_eq!(
@@ -734,6 +736,66 @@ async fn the_exec_approvals_document_is_managed_from_the_gateway_and_preapproves
     let sudo = gw
         .invoke("system.run", json!({"command": ["sh", "-lc", "sudo true"]}))
         .await;
+    assert_eq!(error_code(&sudo), "FORBIDDEN");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_approval_runs_the_prepared_plan_and_nothing_else() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    // What OpenClaw's exec tool sends first; this node asks through the gateway.
+    let prepared = payload(&gw.invoke("system.run.prepare", json!({"command": ["sh", "-lc", "echo approved-run"], "security": "full", "ask": "off", "agentId": "main", "sessionKey": "agent:main:s"})).await);
+    assert_eq!(
+        prepared["execPolicy"],
+        json!({"security": "allowlist", "ask": "on-miss"})
+    );
+    let plan = prepared["plan"].clone();
+    let resend = |decision: &str, argv: Value| {
+        json!({"command": argv, "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "main",
+               "sessionKey": "agent:main:s", "runId": "approval-1", "approved": true, "approvalDecision": decision})
+    };
+    let argv = plan["argv"].clone();
+    // A re-send whose argv is not the plan's: refused, nothing runs.
+    let tampered = gw
+        .invoke(
+            "system.run",
+            resend("allow-once", json!(["sh", "-lc", "touch pwned"])),
+        )
+        .await;
+    assert_eq!(error_code(&tampered), "INVALID_REQUEST");
+    assert!(
+        tampered["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("explicit approval requires matching systemRunPlan")
+    );
+    assert!(!node.ws().join("pwned").exists());
+    let once = gw
+        .invoke("system.run", resend("allow-once", argv.clone()))
+        .await;
+    assert_eq!(payload(&once)["stdout"], "approved-run\n");
+    // Once means once: the same call without an approval is asked again.
+    let again = gw.invoke("system.run", json!({"command": argv, "cwd": plan["cwd"], "agentId": "main", "sessionKey": "agent:main:s", "runId": "r2"})).await;
+    assert_eq!(error_code(&again), "SYSTEM_RUN_DENIED");
+    // allow-always is remembered in the approvals document, as OpenClaw's node host does.
+    let always = gw
+        .invoke("system.run", resend("allow-always", argv.clone()))
+        .await;
+    assert_eq!(payload(&always)["exitCode"], 0);
+    let doc = payload(&gw.invoke("system.execApprovals.get", json!({})).await);
+    let entry = &doc["file"]["agents"]["*"]["allowlist"][0];
+    assert_eq!(entry["source"], "allow-always");
+    assert!(
+        entry["argPattern"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:cwd-argv:v1:")
+    );
+    let remembered = gw.invoke("system.run", json!({"command": argv, "cwd": plan["cwd"], "agentId": "main", "sessionKey": "agent:main:s", "runId": "r3"})).await;
+    assert_eq!(payload(&remembered)["stdout"], "approved-run\n");
+    // An approval never unforbids.
+    let forbidden = payload(&gw.invoke("system.run.prepare", json!({"command": ["sh", "-lc", "sudo id"], "agentId": "main", "sessionKey": "agent:main:s"})).await);
+    let p = forbidden["plan"].clone();
+    let sudo = gw.invoke("system.run", json!({"command": p["argv"], "systemRunPlan": p, "cwd": p["cwd"], "agentId": "main", "sessionKey": "agent:main:s", "runId": "x", "approved": true, "approvalDecision": "allow-once"})).await;
     assert_eq!(error_code(&sudo), "FORBIDDEN");
 }
 
@@ -1093,13 +1155,33 @@ async fn system_run_prepare_then_run_like_the_exec_tool() {
 #[tokio::test(flavor = "multi_thread")]
 async fn risky_commands_are_refused_without_a_terminal_to_ask() {
     let (gw, node) = connected(Config::default(), &[]).await;
-    for (command, params) in [
-        ("run_command", json!({"command": "touch pwned"})),
-        ("system.run", json!({"command": ["touch", "pwned"]})),
-        ("write_file", json!({"path": "pwned", "content": "x"})),
+    for (command, params, code) in [
+        (
+            "run_command",
+            json!({"command": "touch pwned"}),
+            "USER_REJECTED",
+        ),
+        // OpenClaw's answer: its gateway raises an exec approval for it.
+        (
+            "system.run",
+            json!({"command": ["touch", "pwned"]}),
+            "SYSTEM_RUN_DENIED",
+        ),
+        (
+            "write_file",
+            json!({"path": "pwned", "content": "x"}),
+            "USER_REJECTED",
+        ),
     ] {
         let r = gw.invoke(command, params).await;
-        assert_eq!(error_code(&r), "USER_REJECTED", "{command}");
+        assert_eq!(error_code(&r), code, "{command}");
+        if command == "system.run" {
+            let message = r["error"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("SYSTEM_RUN_DENIED: approval required"),
+                "{message}"
+            );
+        }
     }
     assert!(!node.ws().join("pwned").exists());
     assert!(node.stderr().contains("not a terminal"));
@@ -1365,7 +1447,7 @@ async fn every_invocation_lands_in_the_audit_log() {
     assert_eq!(lines.len(), 2, "{log}");
     assert_eq!(lines[0]["command"], "system.which");
     assert_eq!(lines[0]["outcome"], "ok");
-    assert_eq!(lines[1]["decision"], "refused:USER_REJECTED");
+    assert_eq!(lines[1]["decision"], "refused:APPROVAL_REQUIRED");
     for l in &lines {
         assert!(
             l["ts"].is_u64()

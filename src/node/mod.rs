@@ -176,7 +176,7 @@ fn say(message: &str) {
 fn flush_log() {
     let (done, flushed) = std::sync::mpsc::channel();
     if log().send(Log::Flush(done)).is_ok() {
-        let _ = flushed.recv_timeout(Duration::from_millis(500));
+        let _ = flushed.recv_timeout(Duration::from_millis(1500));
     }
 }
 
@@ -261,7 +261,7 @@ impl Node {
                 let prompter = Prompter::for_terminal();
                 if prompter.is_none() {
                     say(
-                        "stdin/stderr is not a terminal: risky commands will be refused unless pre-approved (--allow-command, --approval allow)",
+                        "stdin/stderr is not a terminal: risky calls go to the gateway for approval (an agent's exec raises an exec approval) or are refused unless pre-approved (--allow-command, --approval allow, openclaw approvals allowlist add --node)",
                     );
                 }
                 prompter

@@ -41,17 +41,20 @@ impl Tree {
     pub fn spawn(mut cmd: tokio::process::Command, tag: String) -> io::Result<Self> {
         become_subreaper();
         cmd.process_group(0);
+        // Spawned and registered under one lock: another run's orphan scan
+        // (which holds it too) must never see this child before it is known
+        // as a run's leader — it would look like an orphan to stop.
+        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
         let child = cmd.spawn()?;
         drop(cmd);
         let pgid = child
             .id()
             .and_then(|id| libc::pid_t::try_from(id).ok())
             .ok_or_else(|| io::Error::other("child has no pid"))?;
-        if let Ok(mut active) = ACTIVE.lock() {
-            active
-                .get_or_insert_with(HashMap::new)
-                .insert(pgid, tag.clone());
-        }
+        active
+            .get_or_insert_with(HashMap::new)
+            .insert(pgid, tag.clone());
+        drop(active);
         Ok(Self {
             child,
             pgid,
@@ -117,12 +120,10 @@ impl Tree {
     /// leader of a run in progress, not tagged by another such run.
     /// Adopted zombies are reaped on the way.
     fn adopted(&self) -> Vec<libc::pid_t> {
-        let active = ACTIVE
-            .lock()
-            .ok()
-            .and_then(|a| a.clone())
-            .unwrap_or_default();
-        children()
+        // Held while scanning: no run registers a new child meanwhile.
+        let guard = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let active = guard.clone().unwrap_or_default();
+        let found = children()
             .into_iter()
             .filter(|pid| !active.contains_key(pid))
             .filter(|pid| !reap_if_zombie(*pid))
@@ -133,7 +134,9 @@ impl Tree {
                     .filter(|tag| **tag != self.tag)
                     .any(|tag| has_tag(&env, tag))
             })
-            .collect()
+            .collect();
+        drop(guard);
+        found
     }
 
     /// Live (not zombie) processes of this run found through /proc:

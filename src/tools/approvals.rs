@@ -212,6 +212,115 @@ pub fn arg_pattern(cwd: &str, args: &[String]) -> String {
     format!("sha256:cwd-argv:v1:{digest}")
 }
 
+/// The gateway's approval a re-sent `system.run` carries (`approved`,
+/// `approvalDecision`), honoured only when its plan is exactly what
+/// `system.run.prepare` handed out for this very call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub always: bool,
+}
+
+pub fn gateway_grant(params: &Value) -> Result<Option<Grant>, ToolError> {
+    let decision = params["approvalDecision"].as_str();
+    let approved =
+        params["approved"] == true || matches!(decision, Some("allow-once" | "allow-always"));
+    if !approved {
+        return Ok(None);
+    }
+    let mismatch = || {
+        ToolError::new(
+            "INVALID_REQUEST",
+            "explicit approval requires matching systemRunPlan",
+        )
+    };
+    let plan = params
+        .get("systemRunPlan")
+        .filter(|p| p.is_object())
+        .ok_or_else(mismatch)?;
+    let argv: Option<Vec<String>> = params["command"]
+        .as_array()
+        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect());
+    let argv = argv.ok_or_else(mismatch)?;
+    let text = |v: &Value| v.as_str().map(str::trim).unwrap_or("").to_owned();
+    let same = plan["argv"] == json!(argv)
+        && plan["commandText"].as_str() == Some(super::exec::format_exec_command(&argv).as_str())
+        && text(&plan["cwd"]) == text(&params["cwd"])
+        && text(&plan["agentId"]) == text(&params["agentId"])
+        && text(&plan["sessionKey"]) == text(&params["sessionKey"]);
+    if !same {
+        return Err(mismatch());
+    }
+    Ok(Some(Grant {
+        always: decision == Some("allow-always"),
+    }))
+}
+
+impl Store {
+    /// `allow-always` from the gateway: an entry as OpenClaw's node host
+    /// writes it (the program, bound to its arguments and directory), so
+    /// the gateway's next prediction and this node agree it is allowed.
+    pub fn allow_always(&self, exec: &Exec) {
+        let (program, args) = effective(exec);
+        let entry = json!({
+            "id": uuid::Uuid::new_v4().to_string(),
+            "pattern": program,
+            "argPattern": arg_pattern(&exec.cwd.to_string_lossy(), &args),
+            "source": "allow-always",
+            "lastUsedAt": crate::gateway::setup_code::now_ms(),
+        });
+        let mut raw = self.raw.lock().unwrap();
+        let mut doc: Value = raw
+            .as_deref()
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_else(empty);
+        if !doc["agents"]["*"]["allowlist"].is_array() {
+            doc["agents"]["*"]["allowlist"] = json!([]);
+        }
+        doc["agents"]["*"]["allowlist"]
+            .as_array_mut()
+            .expect("just made")
+            .push(entry);
+        let text = serialize(&doc);
+        if write_private(&self.path, text.as_bytes()).is_ok() {
+            *raw = Some(text);
+        }
+    }
+
+    /// The `"*"` allowlist, as `policySnapshot.allowlistRules`.
+    pub fn rules(&self) -> Vec<Value> {
+        let doc = self.document();
+        doc["agents"]["*"]["allowlist"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                let mut rule = json!({"pattern": e["pattern"]});
+                for key in ["argPattern", "source"] {
+                    if !e[key].is_null() {
+                        rule[key] = e[key].clone();
+                    }
+                }
+                rule
+            })
+            .collect()
+    }
+}
+
+/// What `allow-always` would cover for this argv in this directory.
+pub fn coverage(argv: &[String], cwd: &Path) -> Value {
+    let exec = Exec {
+        executable: which::which_in(&argv[0], std::env::var_os("PATH"), cwd)
+            .ok()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .unwrap_or_else(|| PathBuf::from(&argv[0])),
+        argv: argv.to_vec(),
+        cwd: cwd.to_path_buf(),
+        env: Vec::new(),
+    };
+    let (program, args) = effective(&exec);
+    json!({"complete": true, "patterns": [{"pattern": program, "argPattern": arg_pattern(&cwd.to_string_lossy(), &args)}]})
+}
+
 fn empty() -> Value {
     json!({"version": 1, "defaults": {}, "agents": {}})
 }

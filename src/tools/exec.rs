@@ -297,7 +297,12 @@ struct Prepare {
 
 /// `system.run.prepare`: the plan OpenClaw shows and then hands back to
 /// `system.run`. Nothing runs here.
-pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
+pub fn prepare(
+    params: Value,
+    workspace: &Path,
+    stance: super::policy::Stance,
+    rules: Vec<Value>,
+) -> Result<Value, ToolError> {
     let p: Prepare = serde_json::from_value(params).map_err(invalid)?;
     if p.command.first().is_none_or(|c| c.trim().is_empty()) {
         return Err(ToolError::new(
@@ -310,10 +315,28 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
         None => workspace.to_path_buf(),
     };
     let text = format_exec_command(&p.command);
-    // OpenClaw's exec policy is the gateway's; echoed as it was sent, as
-    // the real node host does. This node's own approval happens at run time.
+    // The stricter of the gateway's policy (sent here) and this node's, as
+    // OpenClaw's node host combines them: a node that asks through the
+    // gateway says allowlist/on-miss, so the gateway raises an approval for
+    // what its allowlist does not cover before sending system.run.
     let security = p.security.unwrap_or_else(|| "full".into());
     let ask = p.ask.unwrap_or_else(|| "off".into());
+    let rank = |v: &str, order: &[&str]| order.iter().position(|o| *o == v).unwrap_or(0);
+    const SECURITY: &[&str] = &["deny", "allowlist", "full"];
+    const ASK: &[&str] = &["off", "on-miss", "always"];
+    let (mine_security, mine_ask) = match stance {
+        super::policy::Stance::Open => ("full", "off"),
+        super::policy::Stance::Approvals => ("allowlist", "on-miss"),
+        super::policy::Stance::Closed => ("deny", "off"),
+    };
+    let security =
+        SECURITY[rank(&security, SECURITY).min(rank(mine_security, SECURITY))].to_owned();
+    let ask = ASK[rank(&ask, ASK).max(rank(mine_ask, ASK))].to_owned();
+    let coverage = if security == "allowlist" {
+        super::approvals::coverage(&p.command, &cwd)
+    } else {
+        json!({ "complete": false, "patterns": [] })
+    };
     Ok(json!({
         "plan": {
             "argv": p.command,
@@ -324,11 +347,11 @@ pub fn prepare(params: Value, workspace: &Path) -> Result<Value, ToolError> {
             "sessionKey": p.session_key,
             "policySnapshot": {
                 "security": security, "ask": ask, "askFallback": "deny",
-                "autoAllowSkills": false, "allowlistRules": [],
+                "autoAllowSkills": false, "allowlistRules": rules,
             },
         },
         "execPolicy": { "security": security, "ask": ask },
-        "allowAlwaysCoverage": { "complete": false, "patterns": [] },
+        "allowAlwaysCoverage": coverage,
     }))
 }
 
@@ -492,10 +515,51 @@ mod tests {
         let plan = prepare(
             json!({"command": ["/bin/sh", "-lc", "echo hi"], "rawCommand": "echo hi", "agentId": "main", "sessionKey": "k"}),
             Path::new("/work"),
+            super::super::policy::Stance::Open,
+            vec![],
         )
         .unwrap();
         assert_eq!(plan["plan"]["argv"], json!(["/bin/sh", "-lc", "echo hi"]));
         assert_eq!(plan["plan"]["cwd"], "/work");
         assert_eq!(plan["plan"]["commandPreview"], "echo hi");
+        assert_eq!(
+            plan["execPolicy"],
+            json!({"security": "full", "ask": "off"})
+        );
+    }
+
+    #[test]
+    fn a_node_that_asks_through_the_gateway_says_allowlist_on_miss() {
+        use super::super::policy::Stance;
+        let asked = json!({"command": ["uname", "-s"], "security": "full", "ask": "off"});
+        let plan = prepare(
+            asked.clone(),
+            Path::new("/"),
+            Stance::Approvals,
+            vec![json!({"pattern": "/usr/bin/id"})],
+        )
+        .unwrap();
+        assert_eq!(
+            plan["execPolicy"],
+            json!({"security": "allowlist", "ask": "on-miss"})
+        );
+        assert_eq!(
+            plan["plan"]["policySnapshot"]["allowlistRules"],
+            json!([{"pattern": "/usr/bin/id"}])
+        );
+        assert_eq!(plan["allowAlwaysCoverage"]["complete"], true);
+        let argp = plan["allowAlwaysCoverage"]["patterns"][0]["argPattern"]
+            .as_str()
+            .unwrap();
+        assert!(argp.starts_with("sha256:cwd-argv:v1:"), "{argp}");
+        // The stricter of the two: a gateway that asks always keeps asking.
+        let always = json!({"command": ["uname"], "security": "allowlist", "ask": "always"});
+        let plan = prepare(always, Path::new("/"), Stance::Open, vec![]).unwrap();
+        assert_eq!(
+            plan["execPolicy"],
+            json!({"security": "allowlist", "ask": "always"})
+        );
+        let closed = prepare(asked, Path::new("/"), Stance::Closed, vec![]).unwrap();
+        assert_eq!(closed["execPolicy"]["security"], "deny");
     }
 }

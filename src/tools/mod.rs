@@ -254,6 +254,7 @@ impl Tools {
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
         let name = command.name();
+        let mut grant = None;
         let safe = Call {
             command: name.to_owned(),
             risk: Risk::Safe,
@@ -268,11 +269,15 @@ impl Tools {
                 Box::pin(self.blocking(move |_| exec::which(params))),
                 false,
             ),
-            Tool::Prepare => (
-                safe,
-                Box::pin(async move { exec::prepare(params, &root) }),
-                false,
-            ),
+            Tool::Prepare => {
+                let stance = self.policy.stance();
+                let rules = self.policy.document().rules();
+                (
+                    safe,
+                    Box::pin(async move { exec::prepare(params, &root, stance, rules) }),
+                    false,
+                )
+            }
             Tool::SystemInfo => (
                 safe,
                 Box::pin(async move { Ok(system::system_info(&root).await) }),
@@ -373,6 +378,11 @@ impl Tools {
                 )
             }
             Tool::Run | Tool::RunCommand => {
+                // An operator's approval from the gateway, checked against
+                // the plan it was given for (system.run only).
+                if command == Tool::Run {
+                    grant = approvals::gateway_grant(&params)?;
+                }
                 // Resolving touches the filesystem (PATH, cwd): blocking pool.
                 let timeout = inv.timeout;
                 let request = self
@@ -390,10 +400,14 @@ impl Tools {
                 (call, work, true)
             }
         };
-        let verdict = cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
+        let verdict = cancellable(
+            &inv.cancel,
+            self.policy.decide_granted(&call, inv.timeout, grant),
+        )
+        .await?;
         *decision = Some(verdict.clone());
         if !matches!(verdict, Decision::Allowed(_)) {
-            return Err(refusal(verdict));
+            return Err(refusal(verdict, command));
         }
         if stops_itself {
             work.await
@@ -450,8 +464,23 @@ fn typed<T: DeserializeOwned>(params: &Value) -> Result<T, ToolError> {
         .map_err(|e| ToolError::new("INVALID_PARAMS", e.to_string()))
 }
 
-fn refusal(decision: Decision) -> ToolError {
+/// A refusal as the caller expects it: a `system.run` that needs a human
+/// nobody here can be gets OpenClaw's `SYSTEM_RUN_DENIED: approval
+/// required` (what makes its gateway ask an operator); anything else that
+/// needs one is `USER_REJECTED`, with how to allow it.
+fn refusal(decision: Decision, command: Tool) -> ToolError {
     match decision {
+        Decision::Refused {
+            code: "APPROVAL_REQUIRED",
+            message,
+        } if command == Tool::Run => ToolError::new(
+            "SYSTEM_RUN_DENIED",
+            format!("SYSTEM_RUN_DENIED: approval required ({message})"),
+        ),
+        Decision::Refused {
+            code: "APPROVAL_REQUIRED",
+            message,
+        } => ToolError::new("USER_REJECTED", message),
         Decision::Refused { code, message } => ToolError::new(code, message),
         Decision::Allowed(_) => ToolError::new("INTERNAL", "refusal of an allowed call"),
     }

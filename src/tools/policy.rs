@@ -41,9 +41,25 @@ pub enum Risk {
 /// `--approval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
+    /// A human decides: on the terminal when stdin and stderr are one,
+    /// otherwise through the gateway (an exec approval an operator resolves).
     Ask,
+    /// A human decides, always through the gateway.
+    Gateway,
     Deny,
     Allow,
+}
+
+/// How `system.run.prepare` describes this node's exec policy to the
+/// gateway, which decides from it whether to raise an approval first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stance {
+    /// Nothing for the gateway to ask (we allow, or ask on our terminal).
+    Open,
+    /// The gateway must ask a human for what the allowlist does not cover.
+    Approvals,
+    /// Exec is refused here.
+    Closed,
 }
 
 /// One call as the policy sees it.
@@ -190,16 +206,78 @@ impl Policy {
         match self.mode {
             Mode::Allow => Decision::Allowed("approval-allow"),
             Mode::Deny => rejected("the node's approval policy is deny"),
-            Mode::Ask => self.ask_human(call, wait).await,
+            Mode::Ask | Mode::Gateway => self.ask_human(call, wait).await,
         }
     }
 
-    /// A human decides: on the terminal when there is one.
+    /// A call the gateway's operator approved (`system.run` re-sent with
+    /// `approved`): still never one this node forbids.
+    pub async fn decide_granted(
+        &self,
+        call: &Call,
+        wait: Duration,
+        grant: Option<super::approvals::Grant>,
+    ) -> Decision {
+        let Some(grant) = grant else {
+            return self.decide(call, wait).await;
+        };
+        if let Some(name) = self.denied(call) {
+            return Decision::Refused {
+                code: "FORBIDDEN",
+                message: format!(
+                    "{} is forbidden on this node (--deny-command {name})",
+                    call.command
+                ),
+            };
+        }
+        if let Some(rule) = call.exec.as_ref().and_then(builtin_forbidden) {
+            return Decision::Refused {
+                code: "FORBIDDEN",
+                message: format!("{} is forbidden on this node: {rule}", call.command),
+            };
+        }
+        if self.mode == Mode::Deny {
+            return rejected("the node's approval policy is deny");
+        }
+        if let Some(exec) = &call.exec
+            && self.document.verdict(exec, None) == super::approvals::Verdict::Denied
+        {
+            return rejected("the exec approvals document says security=deny");
+        }
+        if grant.always
+            && let Some(exec) = &call.exec
+        {
+            self.document.allow_always(exec);
+            return Decision::Allowed("gateway-always");
+        }
+        Decision::Allowed("gateway-once")
+    }
+
+    /// What `system.run.prepare` tells the gateway about this node.
+    pub fn stance(&self) -> Stance {
+        match (self.mode, &self.prompter) {
+            (Mode::Deny, _) => Stance::Closed,
+            (Mode::Allow, _) | (Mode::Ask, Some(_)) => Stance::Open,
+            (Mode::Gateway, _) | (Mode::Ask, None) => Stance::Approvals,
+        }
+    }
+
+    /// A human decides: on the terminal when there is one (and the mode is
+    /// not `gateway`); otherwise the call is refused as needing approval,
+    /// which for `system.run` makes OpenClaw's gateway ask its operators.
     async fn ask_human(&self, call: &Call, wait: Duration) -> Decision {
-        match &self.prompter {
-            None => rejected(
-                "no terminal to ask for approval (run the node with --approval allow or --allow-command NAME to pre-approve, or allowlist it: openclaw approvals allowlist add --node <this node> <program path>)",
-            ),
+        let prompter = self
+            .prompter
+            .as_ref()
+            .filter(|_| self.mode != Mode::Gateway);
+        match prompter {
+            None => Decision::Refused {
+                code: "APPROVAL_REQUIRED",
+                message: format!(
+                    "{} needs a human's approval and no terminal can ask here: approve it from the gateway (an agent's exec on this node raises an exec approval: openclaw approvals pending / resolve), allowlist the program (openclaw approvals allowlist add --node <this node> <program path>), or start the node with --allow-command {} or --approval allow",
+                    call.command, call.command
+                ),
+            },
             Some(prompter) => match prompter.ask(&call.summary, wait).await {
                 Answer::Once => Decision::Allowed("user-once"),
                 Answer::Always => {
@@ -411,7 +489,15 @@ mod tests {
             &exec_call(&["ls"]),
         )
         .await;
-        assert_eq!(refusal_code(&d), Some("USER_REJECTED"), "{d:?}");
+        // Approval required: the tools make it OpenClaw's SYSTEM_RUN_DENIED
+        // (system.run, so the gateway asks) or USER_REJECTED (the rest).
+        assert_eq!(refusal_code(&d), Some("APPROVAL_REQUIRED"), "{d:?}");
+        if let Decision::Refused { message, .. } = &d {
+            assert!(
+                message.contains("openclaw approvals allowlist add --node"),
+                "{message}"
+            );
+        }
     }
 
     #[tokio::test]
