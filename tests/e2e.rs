@@ -815,17 +815,17 @@ fn e2e_an_agents_exec_on_the_node_runs_here() {
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_openclaw_approvals_manage_the_nodes_allowlist() {
-    // Headless and nothing pre-approved: an agent's exec is refused here...
+    // Headless and nothing pre-approved: a command refused here...
     let node = RealNode::start("e2e-approvals", &[]);
     node.approve_surface();
-    let marker = uuid::Uuid::new_v4().simple().to_string();
-    let ask = |m: &str| run(real_router().args(["-a", "main", "-m", m, "--timeout", "120"]));
-    let before = ask(&format!("[[exec:uname -s]] {marker}"));
-    assert!(!before.content().contains("Linux"), "{}", before.stdout);
+    let uname_run = || node.invoke("run_command", json!({"command": ["uname", "-s"]}));
+    let refused = uname_run();
+    assert!(refused.to_string().contains("USER_REJECTED"), "{refused}");
     assert!(
-        node.log().contains("system.run → SYSTEM_RUN_DENIED"),
-        "{}",
-        node.log()
+        refused
+            .to_string()
+            .contains("openclaw approvals allowlist add --node"),
+        "says how: {refused}"
     );
     // ... until an operator allowlists the program from the gateway.
     let (got, err, code) = openclaw(&["approvals", "get", "--node", "e2e-approvals", "--json"]);
@@ -849,9 +849,96 @@ fn e2e_openclaw_approvals_manage_the_nodes_allowlist() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     let (got, _, _) = openclaw(&["approvals", "get", "--node", "e2e-approvals", "--json"]);
     assert!(got.contains(uname), "the round trip shows the entry: {got}");
-    let after = ask(&format!("[[exec:uname -s]] again {marker}"));
-    assert!(after.content().contains("Linux"), "{}", after.stdout);
-    assert!(node.log().contains("(allowed:allowlist)"), "{}", node.log());
+    let ran = uname_run();
+    assert_eq!(ran["payload"]["stdout"], "Linux\n", "{ran}");
+    assert!(
+        node.log().contains("run_command → ok (allowed:allowlist)"),
+        "{}",
+        node.log()
+    );
+}
+
+/// One agent turn started by an approver (`scripts/approver.mjs`): each
+/// exec approval it sees is resolved with `decide(command)`; the turn's
+/// text, and the approvals that were raised.
+fn turn_with_approvals(message: &str, decide: &dyn Fn(&str) -> &'static str) -> (String, usize) {
+    let mut child = Command::new("node")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/approver.mjs"))
+        .arg(message)
+        .envs(sandbox())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("node on PATH (the sandbox's)");
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut approvals = 0;
+    for line in std::io::BufRead::lines(stdout) {
+        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if let Some(id) = line["approval"].as_str() {
+            approvals += 1;
+            let decision = decide(line["command"].as_str().unwrap_or(""));
+            let (out, err, code) = openclaw(&["approvals", "resolve", id, decision, "--json"]);
+            assert_eq!(
+                code,
+                Some(0),
+                "approvals resolve {id} {decision}: {out}\n{err}"
+            );
+        } else if line.get("text").is_some() {
+            let _ = child.wait();
+            return (line["text"].as_str().unwrap_or("").to_owned(), approvals);
+        } else {
+            panic!("approver: {line}");
+        }
+    }
+    panic!("the approver ended without an answer");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_headless_node_asks_through_the_gateway_and_honours_its_approvals() {
+    // No terminal, nothing pre-approved: the gateway's operators decide.
+    let node = RealNode::start("e2e-gateway-approvals", &[]);
+    node.approve_surface();
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let command = format!("echo approved-{marker}");
+    let message = format!("[[exec:{command}]] {marker}");
+    let (text, asked) = turn_with_approvals(&message, &|_| "allow-once");
+    assert_eq!(asked, 1, "one approval raised");
+    assert!(text.contains(&format!("approved-{marker}")), "{text}");
+    assert!(
+        node.log()
+            .contains("system.run → ok (allowed:gateway-once)"),
+        "{}",
+        node.log()
+    );
+    // Once means once: the same command is asked again...
+    let (_, asked) = turn_with_approvals(&message, &|_| "allow-always");
+    assert_eq!(asked, 1);
+    // ... and after allow-always, not any more (the node's document says so).
+    let (text, asked) = turn_with_approvals(&message, &|_| panic!("asked again"));
+    assert_eq!(asked, 0);
+    assert!(text.contains(&format!("approved-{marker}")), "{text}");
+    let (doc, _, _) = openclaw(&[
+        "approvals",
+        "get",
+        "--node",
+        "e2e-gateway-approvals",
+        "--json",
+    ]);
+    assert!(doc.contains("allow-always"), "{doc}");
+    // A denial is the node's last word too: nothing runs.
+    let runs = |log: &str| log.matches(" system.run → ").count();
+    let before = runs(&node.log());
+    let other = format!("[[exec:echo denied-{marker}]] {marker}");
+    let (_, asked) = turn_with_approvals(&other, &|_| "deny");
+    assert_eq!(asked, 1);
+    assert_eq!(
+        runs(&node.log()),
+        before,
+        "no system.run reached the node: {}",
+        node.log()
+    );
 }
 
 #[test]

@@ -182,6 +182,9 @@ fn matches(entry: &Value, exec: &Exec) -> bool {
     let Some(pattern) = entry["pattern"].as_str().filter(|p| !p.is_empty()) else {
         return false;
     };
+    if let Some(hash) = pattern.strip_prefix("=node-command:") {
+        return hash == command_hash(&exec.argv);
+    }
     let (program, args) = effective(exec);
     let program = program.to_string_lossy();
     let named = if pattern.contains(['*', '?', '[']) {
@@ -276,10 +279,19 @@ impl Store {
         if !doc["agents"]["*"]["allowlist"].is_array() {
             doc["agents"]["*"]["allowlist"] = json!([]);
         }
-        doc["agents"]["*"]["allowlist"]
+        // And the exact command line, as OpenClaw's node host adds it (what
+        // its gateway matches a shell builtin like `echo` by).
+        let exact = json!({
+            "id": uuid::Uuid::new_v4().to_string(),
+            "pattern": format!("=node-command:{}", command_hash(&exec.argv)),
+            "source": "allow-always",
+            "lastUsedAt": crate::gateway::setup_code::now_ms(),
+        });
+        let list = doc["agents"]["*"]["allowlist"]
             .as_array_mut()
-            .expect("just made")
-            .push(entry);
+            .expect("just made");
+        list.push(entry);
+        list.push(exact);
         let text = serialize(&doc);
         if write_private(&self.path, text.as_bytes()).is_ok() {
             *raw = Some(text);
@@ -319,6 +331,17 @@ pub fn coverage(argv: &[String], cwd: &Path) -> Value {
     };
     let (program, args) = effective(&exec);
     json!({"complete": true, "patterns": [{"pattern": program, "argPattern": arg_pattern(&cwd.to_string_lossy(), &args)}]})
+}
+
+/// OpenClaw's `=node-command:` key: the first 16 hex digits of the SHA-256
+/// of the command line as it formats it.
+fn command_hash(argv: &[String]) -> String {
+    let text = super::exec::format_exec_command(argv);
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn empty() -> Value {
@@ -531,6 +554,13 @@ mod tests {
             Verdict::Silent,
             "more than one command is the shell's"
         );
+    }
+
+    #[test]
+    fn command_hash_is_openclaws() {
+        // Verified against OpenClaw 2026.9.6: `/bin/sh -lc "id -u"`.
+        let argv = ["/bin/sh", "-lc", "id -u"].map(str::to_owned);
+        assert_eq!(command_hash(&argv), "e5bf5b663b2c5a8c");
     }
 
     #[test]
