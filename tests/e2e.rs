@@ -888,9 +888,12 @@ fn turn_with_approvals(message: &str, decide: &dyn Fn(&str) -> &'static str) -> 
             let _ = child.wait();
             return (line["text"].as_str().unwrap_or("").to_owned(), approvals);
         } else {
+            let _ = child.kill();
+            let _ = child.wait();
             panic!("approver: {line}");
         }
     }
+    let _ = child.wait();
     panic!("the approver ended without an answer");
 }
 
