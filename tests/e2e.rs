@@ -751,6 +751,12 @@ fn e2e_node_serves_openclaws_commands_and_its_own() {
     );
     let list = node.invoke("list_files", json!({"path": "."}));
     assert!(list.to_string().contains("peer.txt"), "{list}");
+    std::fs::create_dir_all(node.ws.join("sub")).unwrap();
+    let dirs = node.invoke("fs.listDir", json!({}));
+    assert_eq!(
+        dirs["payload"]["entries"][0]["name"], "sub",
+        "OpenClaw's own fs.listDir: {dirs}"
+    );
     let search = node.invoke(
         "search_files",
         json!({"query": "content-42", "searchContent": true}),

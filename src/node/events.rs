@@ -27,17 +27,17 @@ pub fn exec_event(
     // The gateway matches events to the run it dispatched by this id.
     let run_id = params["runId"].as_str()?;
     let session_key = params["sessionKey"].as_str().unwrap_or("node");
-    let text = params["rawCommand"]
-        .as_str()
-        .map(str::to_owned)
-        .or_else(|| {
-            let argv: Vec<String> = params["command"]
-                .as_array()?
+    // The command text as OpenClaw formats the argv (not the preview).
+    let text = params["command"]
+        .as_array()
+        .and_then(|argv| {
+            let argv: Vec<String> = argv
                 .iter()
                 .map(|a| a.as_str().map(str::to_owned))
                 .collect::<Option<_>>()?;
             Some(crate::tools::exec::format_exec_command(&argv))
         })
+        .or_else(|| params["rawCommand"].as_str().map(str::to_owned))
         .unwrap_or_default();
     let suppress = params["suppressNotifyOnExit"].as_bool().unwrap_or(false);
     let (event, payload) = match outcome {

@@ -996,13 +996,17 @@ fn halve_longest_string(value: &mut Value) -> bool {
 }
 
 /// Refusals that retrying cannot fix.
-/// The capability families the declared commands belong to.
+/// The capability families the declared commands belong to: OpenClaw's
+/// own host commands are `system` (as its node host files them), the
+/// seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
+    let openclaws =
+        |c: &String| c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload";
     let mut caps = Vec::new();
-    if declared.iter().any(|c| c.starts_with("system.")) {
+    if declared.iter().any(openclaws) {
         caps.push("system".to_owned());
     }
-    if declared.iter().any(|c| !c.starts_with("system.")) {
+    if declared.iter().any(|c| !openclaws(c)) {
         caps.push("file".to_owned());
     }
     caps

@@ -60,13 +60,15 @@ impl Store {
         }
     }
 
+    /// The document; one that exists but does not parse counts as
+    /// `security: deny` (it may have said so): fail closed.
     fn document(&self) -> Value {
-        self.raw
-            .lock()
-            .unwrap()
-            .as_deref()
-            .and_then(|r| serde_json::from_str(r).ok())
-            .unwrap_or_else(empty)
+        match self.raw.lock().unwrap().as_deref() {
+            None => empty(),
+            Some(raw) => serde_json::from_str(raw).unwrap_or_else(
+                |_| json!({"version": 1, "defaults": {"security": "deny"}, "agents": {}}),
+            ),
+        }
     }
 
     /// `system.execApprovals.get`: `{path, exists, hash, file}`. The first
@@ -154,16 +156,35 @@ impl Store {
 /// tool sends) is judged by that command, as OpenClaw's analysis does; a
 /// script with anything more (pipes, `;`, expansions) is the shell's.
 fn effective(exec: &Exec) -> (PathBuf, Vec<String>) {
+    let real = std::fs::canonicalize(&exec.executable).unwrap_or_else(|_| exec.executable.clone());
     let outer = (
-        exec.executable.clone(),
+        real.clone(),
         exec.argv.get(1..).unwrap_or_default().to_vec(),
     );
-    let Some(script) = super::policy::shell_script(&exec.argv) else {
+    // Exactly `SHELL -c|-lc SCRIPT`, SHELL a system shell (not a program
+    // that calls itself `sh`), SCRIPT one command of plain words.
+    let system_shell = matches!(
+        real.parent().and_then(|p| p.to_str()),
+        Some("/bin" | "/usr/bin")
+    ) && matches!(
+        real.file_name().and_then(|n| n.to_str()),
+        Some("sh" | "bash" | "dash" | "zsh" | "ksh")
+    );
+    let [_, flag, script] = exec.argv.as_slice() else {
         return outer;
     };
-    let simple =
-        !script.is_empty() && !script.contains(|c: char| "|&;<>()$`\\\"'*?[]{}~#=\n\r".contains(c));
-    let words: Vec<String> = script.split_whitespace().map(str::to_owned).collect();
+    if !system_shell || !matches!(flag.as_str(), "-c" | "-lc") {
+        return outer;
+    }
+    let simple = !script.trim().is_empty()
+        && script
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" -_./,:+@%".contains(&b));
+    let words: Vec<String> = script
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect();
     let Some((program, args)) = words.split_first().filter(|_| simple) else {
         return outer;
     };
@@ -182,13 +203,17 @@ fn matches(entry: &Value, exec: &Exec) -> bool {
     let Some(pattern) = entry["pattern"].as_str().filter(|p| !p.is_empty()) else {
         return false;
     };
-    if let Some(hash) = pattern.strip_prefix("=node-command:") {
-        return hash == command_hash(&exec.argv);
+    // Written for the gateway's own prediction only: bound to no
+    // directory, it never allows anything here.
+    if pattern.starts_with("=node-command:") || !pattern.starts_with('/') {
+        return false;
     }
     let (program, args) = effective(exec);
     let program = program.to_string_lossy();
     let named = if pattern.contains(['*', '?', '[']) {
-        globset::Glob::new(pattern)
+        globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
             .map(|g| g.compile_matcher().is_match(program.as_ref()))
             .unwrap_or(false)
     } else {
@@ -213,6 +238,48 @@ pub fn arg_pattern(cwd: &str, args: &[String]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect();
     format!("sha256:cwd-argv:v1:{digest}")
+}
+
+/// The plans this node prepared recently (their digests): an approval is
+/// honoured only for one of them, so a gateway cannot approve a plan of
+/// its own making. Bounded in number and age (OpenClaw's approvals expire
+/// after 30 minutes).
+#[derive(Default)]
+pub struct Prepared(Mutex<std::collections::VecDeque<(String, std::time::Instant)>>);
+
+const PREPARED_KEEP: usize = 1024;
+const PREPARED_AGE: std::time::Duration = std::time::Duration::from_secs(35 * 60);
+
+impl Prepared {
+    fn key(plan: &Value) -> String {
+        let fields = json!([
+            plan["argv"],
+            plan["cwd"],
+            plan["commandText"],
+            plan["agentId"],
+            plan["sessionKey"]
+        ]);
+        Sha256::digest(fields.to_string().as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    pub fn remember(&self, plan: &Value) {
+        let mut list = self.0.lock().unwrap();
+        list.retain(|(_, at)| at.elapsed() < PREPARED_AGE);
+        if list.len() >= PREPARED_KEEP {
+            list.pop_front();
+        }
+        list.push_back((Self::key(plan), std::time::Instant::now()));
+    }
+
+    pub fn issued(&self, plan: &Value) -> bool {
+        let key = Self::key(plan);
+        let list = self.0.lock().unwrap();
+        list.iter()
+            .any(|(k, at)| *k == key && at.elapsed() < PREPARED_AGE)
+    }
 }
 
 /// The gateway's approval a re-sent `system.run` carries (`approved`,
@@ -244,7 +311,8 @@ pub fn gateway_grant(params: &Value) -> Result<Option<Grant>, ToolError> {
         .as_array()
         .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect());
     let argv = argv.ok_or_else(mismatch)?;
-    let text = |v: &Value| v.as_str().map(str::trim).unwrap_or("").to_owned();
+    // Exactly (what runs is what was approved: no trimming).
+    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
     let same = plan["argv"] == json!(argv)
         && plan["commandText"].as_str() == Some(super::exec::format_exec_command(&argv).as_str())
         && text(&plan["cwd"]) == text(&params["cwd"])
@@ -272,10 +340,19 @@ impl Store {
             "lastUsedAt": crate::gateway::setup_code::now_ms(),
         });
         let mut raw = self.raw.lock().unwrap();
-        let mut doc: Value = raw
-            .as_deref()
-            .and_then(|r| serde_json::from_str(r).ok())
-            .unwrap_or_else(empty);
+        let mut doc: Value = match raw.as_deref() {
+            None => empty(),
+            Some(text) => match serde_json::from_str(text) {
+                Ok(doc) => doc,
+                Err(_) => return, // never over a document we cannot read
+            },
+        };
+        if !doc["agents"].is_object() {
+            doc["agents"] = json!({});
+        }
+        if !doc["agents"]["*"].is_object() {
+            doc["agents"]["*"] = json!({});
+        }
         if !doc["agents"]["*"]["allowlist"].is_array() {
             doc["agents"]["*"]["allowlist"] = json!([]);
         }
@@ -554,6 +631,25 @@ mod tests {
             Verdict::Silent,
             "more than one command is the shell's"
         );
+        // A program that only calls itself sh, and a script hidden behind
+        // other flags, are not judged by the command they name.
+        let dir = tempfile::tempdir().unwrap();
+        let fake_sh = dir.path().join("sh");
+        std::fs::write(&fake_sh, "#!/bin/true\n").unwrap();
+        let impostor = exec(fake_sh.to_str().unwrap(), &["-c", "uname -s"], "/");
+        assert_eq!(store.verdict(&impostor, main), Verdict::Silent);
+        let rcfile = exec(
+            "/bin/bash",
+            &["--rcfile", "uname -s", "-c", "curl x | sh"],
+            "/",
+        );
+        assert_eq!(store.verdict(&rcfile, main), Verdict::Silent);
+        // A glob never crosses directories; relative patterns never match.
+        let hash = store.get().unwrap()["hash"].as_str().unwrap().to_owned();
+        let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": "/usr/*"}, {"pattern": "uname"}]}}});
+        store.set(json!({"file": file, "baseHash": hash})).unwrap();
+        let direct = exec(real_uname.to_str().unwrap(), &[], "/");
+        assert_eq!(store.verdict(&direct, main), Verdict::Silent);
     }
 
     #[test]

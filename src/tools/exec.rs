@@ -162,7 +162,7 @@ fn resolve(
 /// Variables that make a program load or run other code than it would.
 pub fn changes_loading(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["LD_", "DYLD_", "PYTHON"]
+    ["LD_", "DYLD_", "PYTHON", "BASH_FUNC_", "GIT_CONFIG"]
         .iter()
         .any(|p| upper.starts_with(p))
         || matches!(

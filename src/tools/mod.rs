@@ -161,6 +161,8 @@ pub struct Tools {
     audit: audit::Audit,
     /// The commands declared to the gateway; anything else is refused.
     declared: Vec<String>,
+    /// Plans `system.run.prepare` handed out, which an approval may name.
+    prepared: approvals::Prepared,
 }
 
 /// One invocation.
@@ -188,6 +190,7 @@ impl Tools {
             policy,
             audit,
             declared,
+            prepared: approvals::Prepared::default(),
         })
     }
 
@@ -270,11 +273,25 @@ impl Tools {
                 false,
             ),
             Tool::Prepare => {
-                let stance = self.policy.stance();
+                // How this very call would be decided here tells the
+                // gateway whether to ask its operators first.
+                let timeout = inv.timeout;
+                let (p, r) = (params.clone(), root.clone());
+                let call = self
+                    .blocking(move |_| exec::parse_system_run(p, &r, timeout))
+                    .await
+                    .ok()
+                    .map(|request| request.call("system.run"));
+                let stance = self.policy.stance_for(call.as_ref());
                 let rules = self.policy.document().rules();
+                let tools = Arc::clone(self);
                 (
                     safe,
-                    Box::pin(async move { exec::prepare(params, &root, stance, rules) }),
+                    Box::pin(async move {
+                        let prepared = exec::prepare(params, &root, stance, rules)?;
+                        tools.prepared.remember(&prepared["plan"]);
+                        Ok(prepared)
+                    }),
                     false,
                 )
             }
@@ -382,6 +399,13 @@ impl Tools {
                 // the plan it was given for (system.run only).
                 if command == Tool::Run {
                     grant = approvals::gateway_grant(&params)?;
+                    // ... and only for a plan this node prepared itself.
+                    if grant.is_some() && !self.prepared.issued(&params["systemRunPlan"]) {
+                        return Err(ToolError::new(
+                            "INVALID_REQUEST",
+                            "explicit approval requires matching systemRunPlan (this node prepared no such plan)",
+                        ));
+                    }
                 }
                 // Resolving touches the filesystem (PATH, cwd): blocking pool.
                 let timeout = inv.timeout;

@@ -193,7 +193,15 @@ impl Policy {
                     ),
                 };
             }
-            Verdict::Allowed => return Decision::Allowed("allowlist"),
+            // The document is the gateway operators' standing decision: it
+            // stands where they are this node's approvers, and never for a
+            // call that changes the environment it runs in.
+            Verdict::Allowed
+                if self.asks_gateway() && call.exec.as_ref().is_some_and(|e| e.env.is_empty()) =>
+            {
+                return Decision::Allowed("allowlist");
+            }
+            Verdict::Allowed => {}
             Verdict::MustAsk => return self.ask_human(call, wait).await,
             Verdict::Silent => {}
         }
@@ -218,7 +226,9 @@ impl Policy {
         wait: Duration,
         grant: Option<super::approvals::Grant>,
     ) -> Decision {
-        let Some(grant) = grant else {
+        // An approval from the gateway counts only where the gateway's
+        // operators are this node's approvers (no terminal, or `gateway`).
+        let Some(grant) = grant.filter(|_| self.asks_gateway()) else {
             return self.decide(call, wait).await;
         };
         if let Some(name) = self.denied(call) {
@@ -253,12 +263,52 @@ impl Policy {
         Decision::Allowed("gateway-once")
     }
 
-    /// What `system.run.prepare` tells the gateway about this node.
-    pub fn stance(&self) -> Stance {
-        match (self.mode, &self.prompter) {
-            (Mode::Deny, _) => Stance::Closed,
-            (Mode::Allow, _) | (Mode::Ask, Some(_)) => Stance::Open,
-            (Mode::Gateway, _) | (Mode::Ask, None) => Stance::Approvals,
+    /// Whether a human's decision comes from the gateway's operators.
+    fn asks_gateway(&self) -> bool {
+        self.mode == Mode::Gateway || (self.mode == Mode::Ask && self.prompter.is_none())
+    }
+
+    /// What `system.run.prepare` tells the gateway about this call: open
+    /// when nobody needs to be asked (allowed, pre-approved, remembered,
+    /// allowlisted) or our terminal will ask; approvals when the gateway's
+    /// operators must; closed when it is refused here anyway.
+    pub fn stance_for(&self, call: Option<&Call>) -> Stance {
+        use super::approvals::Verdict;
+        if self.mode == Mode::Deny {
+            return Stance::Closed;
+        }
+        let Some(call) = call else {
+            return if self.asks_gateway() {
+                Stance::Approvals
+            } else {
+                Stance::Open
+            };
+        };
+        if self.denied(call).is_some() || call.exec.as_ref().and_then(builtin_forbidden).is_some() {
+            return Stance::Closed;
+        }
+        let verdict = call
+            .exec
+            .as_ref()
+            .map(|e| self.document.verdict(e, None))
+            .unwrap_or(Verdict::Silent);
+        match verdict {
+            Verdict::Denied => return Stance::Closed,
+            Verdict::MustAsk if self.asks_gateway() => return Stance::Approvals,
+            Verdict::MustAsk => return Stance::Open,
+            _ => {}
+        }
+        if self.mode == Mode::Allow || self.pre_approved(call) || self.is_remembered(call) {
+            return Stance::Open;
+        }
+        if !self.asks_gateway() {
+            return Stance::Open;
+        }
+        let clean = call.exec.as_ref().is_some_and(|e| e.env.is_empty());
+        if verdict == Verdict::Allowed && clean {
+            Stance::Open
+        } else {
+            Stance::Approvals
         }
     }
 
@@ -420,15 +470,15 @@ fn builtin_forbidden(exec: &Exec) -> Option<String> {
 }
 
 /// The script of `sh -c SCRIPT` (and bash, zsh, dash), if that is what runs.
-pub(super) fn shell_script(argv: &[String]) -> Option<&str> {
+/// For a shell, every argument it is given, as one text: which one it will
+/// run (`-c X`, `-c -- X`, `--rcfile X -c Y`, …) is the shell's business, so
+/// the forbidden rules read them all.
+pub(super) fn shell_script(argv: &[String]) -> Option<String> {
     let shell = argv.first()?.rsplit('/').next()?;
     if !matches!(shell, "sh" | "bash" | "zsh" | "dash" | "ksh") {
         return None;
     }
-    let at = argv
-        .iter()
-        .position(|a| a.starts_with('-') && a.contains('c'))?;
-    argv.get(at + 1).map(String::as_str)
+    Some(argv[1..].join(" ")).filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
