@@ -157,22 +157,28 @@ impl Policy {
         &self.document
     }
 
-    /// Decides `call`; a question on the terminal waits at most `wait`.
-    pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
+    /// The forbidden rules, which nothing overrides.
+    fn forbidden(&self, call: &Call) -> Option<Decision> {
         if let Some(name) = self.denied(call) {
-            return Decision::Refused {
+            return Some(Decision::Refused {
                 code: "FORBIDDEN",
                 message: format!(
                     "{} is forbidden on this node (--deny-command {name})",
                     call.command
                 ),
-            };
+            });
         }
-        if let Some(rule) = call.exec.as_ref().and_then(builtin_forbidden) {
-            return Decision::Refused {
-                code: "FORBIDDEN",
-                message: format!("{} is forbidden on this node: {rule}", call.command),
-            };
+        let rule = call.exec.as_ref().and_then(builtin_forbidden)?;
+        Some(Decision::Refused {
+            code: "FORBIDDEN",
+            message: format!("{} is forbidden on this node: {rule}", call.command),
+        })
+    }
+
+    /// Decides `call`; a question on the terminal waits at most `wait`.
+    pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
+        if let Some(refusal) = self.forbidden(call) {
+            return refusal;
         }
         if call.risk == Risk::Safe {
             return Decision::Allowed("safe");
@@ -231,20 +237,8 @@ impl Policy {
         let Some(grant) = grant.filter(|_| self.asks_gateway()) else {
             return self.decide(call, wait).await;
         };
-        if let Some(name) = self.denied(call) {
-            return Decision::Refused {
-                code: "FORBIDDEN",
-                message: format!(
-                    "{} is forbidden on this node (--deny-command {name})",
-                    call.command
-                ),
-            };
-        }
-        if let Some(rule) = call.exec.as_ref().and_then(builtin_forbidden) {
-            return Decision::Refused {
-                code: "FORBIDDEN",
-                message: format!("{} is forbidden on this node: {rule}", call.command),
-            };
+        if let Some(refusal) = self.forbidden(call) {
+            return refusal;
         }
         if self.mode == Mode::Deny {
             return rejected("the node's approval policy is deny");
@@ -284,7 +278,7 @@ impl Policy {
                 Stance::Open
             };
         };
-        if self.denied(call).is_some() || call.exec.as_ref().and_then(builtin_forbidden).is_some() {
+        if self.forbidden(call).is_some() {
             return Stance::Closed;
         }
         let verdict = call
