@@ -50,6 +50,12 @@ pub enum Mode {
     Allow,
 }
 
+/// A call's decision before anyone is asked, or that a human must decide.
+enum Settled {
+    Done(Decision),
+    Human,
+}
+
 /// How `system.run.prepare` describes this node's exec policy to the
 /// gateway, which decides from it whether to raise an approval first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,15 +181,17 @@ impl Policy {
         })
     }
 
-    /// Decides `call`; a question on the terminal waits at most `wait`.
-    pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
+    /// How `call` is decided before anyone is asked: the one reading that
+    /// deciding, deciding with a gateway's approval and telling the gateway
+    /// (`system.run.prepare`) all share.
+    fn settle(&self, call: &Call) -> Settled {
+        use super::approvals::Verdict;
         if let Some(refusal) = self.forbidden(call) {
-            return refusal;
+            return Settled::Done(refusal);
         }
         if call.risk == Risk::Safe {
-            return Decision::Allowed("safe");
+            return Settled::Done(Decision::Allowed("safe"));
         }
-        use super::approvals::Verdict;
         let verdict = call
             .exec
             .as_ref()
@@ -191,13 +199,13 @@ impl Policy {
             .unwrap_or(Verdict::Silent);
         match verdict {
             Verdict::Denied => {
-                return Decision::Refused {
+                return Settled::Done(Decision::Refused {
                     code: "FORBIDDEN",
                     message: format!(
                         "{} is refused: the exec approvals document says security=deny (openclaw approvals get --node)",
                         call.command
                     ),
-                };
+                });
             }
             // The document is the gateway operators' standing decision: it
             // stands where they are this node's approvers, and never for a
@@ -205,56 +213,55 @@ impl Policy {
             Verdict::Allowed
                 if self.asks_gateway() && call.exec.as_ref().is_some_and(|e| e.env.is_empty()) =>
             {
-                return Decision::Allowed("allowlist");
+                return Settled::Done(Decision::Allowed("allowlist"));
             }
-            Verdict::Allowed => {}
-            Verdict::MustAsk => return self.ask_human(call, wait).await,
-            Verdict::Silent => {}
+            Verdict::MustAsk => return Settled::Human,
+            Verdict::Allowed | Verdict::Silent => {}
         }
         if self.pre_approved(call) {
-            return Decision::Allowed("allow-command");
+            return Settled::Done(Decision::Allowed("allow-command"));
         }
         if self.is_remembered(call) {
-            return Decision::Allowed("always");
+            return Settled::Done(Decision::Allowed("always"));
         }
         match self.mode {
-            Mode::Allow => Decision::Allowed("approval-allow"),
-            Mode::Deny => rejected("the node's approval policy is deny"),
-            Mode::Ask | Mode::Gateway => self.ask_human(call, wait).await,
+            Mode::Allow => Settled::Done(Decision::Allowed("approval-allow")),
+            Mode::Deny => Settled::Done(rejected("the node's approval policy is deny")),
+            Mode::Ask | Mode::Gateway => Settled::Human,
+        }
+    }
+
+    /// Decides `call`; a question on the terminal waits at most `wait`.
+    pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
+        match self.settle(call) {
+            Settled::Done(decision) => decision,
+            Settled::Human => self.ask_human(call, wait).await,
         }
     }
 
     /// A call the gateway's operator approved (`system.run` re-sent with
-    /// `approved`): still never one this node forbids.
+    /// `approved`): the approval stands in for the human only — what this
+    /// node forbids or refuses stays so — and only where the gateway's
+    /// operators are this node's approvers (no terminal, or `gateway`).
     pub async fn decide_granted(
         &self,
         call: &Call,
         wait: Duration,
         grant: Option<super::approvals::Grant>,
     ) -> Decision {
-        // An approval from the gateway counts only where the gateway's
-        // operators are this node's approvers (no terminal, or `gateway`).
         let Some(grant) = grant.filter(|_| self.asks_gateway()) else {
             return self.decide(call, wait).await;
         };
-        if let Some(refusal) = self.forbidden(call) {
-            return refusal;
+        match self.settle(call) {
+            Settled::Done(decision) => decision,
+            Settled::Human if grant.always => {
+                if let Some(exec) = &call.exec {
+                    self.document.allow_always(exec);
+                }
+                Decision::Allowed("gateway-always")
+            }
+            Settled::Human => Decision::Allowed("gateway-once"),
         }
-        if self.mode == Mode::Deny {
-            return rejected("the node's approval policy is deny");
-        }
-        if let Some(exec) = &call.exec
-            && self.document.verdict(exec, None) == super::approvals::Verdict::Denied
-        {
-            return rejected("the exec approvals document says security=deny");
-        }
-        if grant.always
-            && let Some(exec) = &call.exec
-        {
-            self.document.allow_always(exec);
-            return Decision::Allowed("gateway-always");
-        }
-        Decision::Allowed("gateway-once")
     }
 
     /// Whether a human's decision comes from the gateway's operators.
@@ -263,46 +270,20 @@ impl Policy {
     }
 
     /// What `system.run.prepare` tells the gateway about this call: open
-    /// when nobody needs to be asked (allowed, pre-approved, remembered,
-    /// allowlisted) or our terminal will ask; approvals when the gateway's
-    /// operators must; closed when it is refused here anyway.
+    /// when it is allowed without a human or our terminal will ask;
+    /// approvals when the gateway's operators must decide; closed when it
+    /// is refused here anyway.
     pub fn stance_for(&self, call: Option<&Call>) -> Stance {
-        use super::approvals::Verdict;
-        if self.mode == Mode::Deny {
-            return Stance::Closed;
-        }
-        let Some(call) = call else {
-            return if self.asks_gateway() {
-                Stance::Approvals
-            } else {
-                Stance::Open
-            };
-        };
-        if self.forbidden(call).is_some() {
-            return Stance::Closed;
-        }
-        let verdict = call
-            .exec
-            .as_ref()
-            .map(|e| self.document.verdict(e, None))
-            .unwrap_or(Verdict::Silent);
-        match verdict {
-            Verdict::Denied => return Stance::Closed,
-            Verdict::MustAsk if self.asks_gateway() => return Stance::Approvals,
-            Verdict::MustAsk => return Stance::Open,
-            _ => {}
-        }
-        if self.mode == Mode::Allow || self.pre_approved(call) || self.is_remembered(call) {
-            return Stance::Open;
-        }
-        if !self.asks_gateway() {
-            return Stance::Open;
-        }
-        let clean = call.exec.as_ref().is_some_and(|e| e.env.is_empty());
-        if verdict == Verdict::Allowed && clean {
-            Stance::Open
-        } else {
+        let human = if self.asks_gateway() {
             Stance::Approvals
+        } else {
+            Stance::Open
+        };
+        match call.map(|c| self.settle(c)) {
+            None if self.mode == Mode::Deny => Stance::Closed,
+            None | Some(Settled::Human) => human,
+            Some(Settled::Done(Decision::Allowed(_))) => Stance::Open,
+            Some(Settled::Done(Decision::Refused { .. })) => Stance::Closed,
         }
     }
 
@@ -542,6 +523,41 @@ mod tests {
                 "{message}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn what_prepare_tells_the_gateway_is_what_the_node_decides() {
+        let dir = tempfile::tempdir().unwrap();
+        let ls = exec_call(&["ls"]);
+        // Pre-approved even under deny: said open, and allowed.
+        let p = policy(Mode::Deny, &["run_command"], &[], dir.path());
+        assert_eq!(p.stance_for(Some(&ls)), Stance::Open);
+        assert_eq!(decide(&p, &ls).await, Decision::Allowed("allow-command"));
+        // Deny: closed, and refused.
+        let p = policy(Mode::Deny, &[], &[], dir.path());
+        assert_eq!(p.stance_for(Some(&ls)), Stance::Closed);
+        assert_eq!(refusal_code(&decide(&p, &ls).await), Some("USER_REJECTED"));
+        // No terminal: the gateway's operators decide; forbidden stays closed.
+        let p = policy(Mode::Ask, &[], &["ls"], dir.path());
+        assert_eq!(p.stance_for(Some(&ls)), Stance::Closed);
+        let p = policy(Mode::Ask, &[], &[], dir.path());
+        assert_eq!(p.stance_for(Some(&ls)), Stance::Approvals);
+        assert_eq!(p.stance_for(None), Stance::Approvals);
+        // A grant stands in for that human only.
+        let grant = Some(super::super::approvals::Grant { always: false });
+        assert_eq!(
+            p.decide_granted(&ls, Duration::from_secs(1), grant).await,
+            Decision::Allowed("gateway-once")
+        );
+        let forbidden = policy(Mode::Ask, &[], &["ls"], dir.path());
+        assert_eq!(
+            refusal_code(
+                &forbidden
+                    .decide_granted(&ls, Duration::from_secs(1), grant)
+                    .await
+            ),
+            Some("FORBIDDEN")
+        );
     }
 
     #[tokio::test]
