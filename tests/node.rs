@@ -313,9 +313,26 @@ async fn a_waiting_command_surface_prints_the_nodes_approve_hint() {
     .await;
     node.wait_stderr("openclaw nodes approve surface-req-1", LONG)
         .await;
+    let stats = |gw: &FakeGateway| {
+        gw.node_requests()
+            .iter()
+            .filter(|r| r["params"]["event"] == "node.host.stats")
+            .count()
+    };
+    // OpenClaw refuses node events while the surface waits: none are sent.
+    assert_eq!(stats(&gw), 0);
     gw.approve_surface(&node.device_id());
     node.wait_stderr("pairing request surface-req-1 approved", LONG)
         .await;
+    let deadline = Instant::now() + LONG;
+    while stats(&gw) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no host stats after the approval"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stats(&gw), 1, "once, not a burst of missed ticks");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -728,15 +745,7 @@ async fn the_exec_approvals_document_is_managed_from_the_gateway_and_preapproves
         node.stderr()
     );
     // Never stronger than the node's forbidden rules.
-    let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": "/**"}]}}});
-    let hash = set["hash"].clone();
-    payload(
-        &gw.invoke(
-            "system.execApprovals.set",
-            json!({"file": file, "baseHash": hash}),
-        )
-        .await,
-    );
+    allowlist(&gw, json!(["/**"])).await;
     let sudo = gw
         .invoke("system.run", json!({"command": ["sh", "-lc", "sudo true"]}))
         .await;
@@ -812,15 +821,7 @@ async fn a_gateway_approval_runs_the_prepared_plan_and_nothing_else() {
 async fn the_gateway_cannot_open_a_node_that_denies_or_asks_its_terminal() {
     // --approval deny: an allowlist from the gateway changes nothing.
     let (gw, _node) = connected(Config::default(), &["--approval", "deny"]).await;
-    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
-    let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": "/**"}]}}});
-    payload(
-        &gw.invoke(
-            "system.execApprovals.set",
-            json!({"file": file, "baseHash": hash}),
-        )
-        .await,
-    );
+    allowlist(&gw, json!(["/**"])).await;
     let run = gw
         .invoke("system.run", json!({"command": ["sh", "-lc", "true"]}))
         .await;
@@ -843,15 +844,7 @@ async fn the_gateway_cannot_open_a_node_that_denies_or_asks_its_terminal() {
 async fn an_allowlisted_program_with_a_changed_environment_still_needs_a_human() {
     let (gw, _node) = connected(Config::default(), &[]).await;
     let truth = std::fs::canonicalize(which("true")).unwrap();
-    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
-    let file = json!({"version": 1, "agents": {"*": {"allowlist": [{"pattern": truth}]}}});
-    payload(
-        &gw.invoke(
-            "system.execApprovals.set",
-            json!({"file": file, "baseHash": hash}),
-        )
-        .await,
-    );
+    allowlist(&gw, json!([truth])).await;
     assert_eq!(
         payload(&gw.invoke("system.run", json!({"command": ["true"]})).await)["exitCode"],
         0
@@ -863,6 +856,26 @@ async fn an_allowlisted_program_with_a_changed_environment_still_needs_a_human()
         )
         .await;
     assert_eq!(error_code(&with_env), "SYSTEM_RUN_DENIED");
+}
+
+/// Replaces the node's approvals document with an allowlist of `patterns`
+/// for every agent, as `openclaw approvals allowlist add --node` does.
+async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
+    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
+    let entries: Vec<Value> = patterns
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| json!({"pattern": p}))
+        .collect();
+    let file = json!({"version": 1, "agents": {"*": {"allowlist": entries}}});
+    payload(
+        &gw.invoke(
+            "system.execApprovals.set",
+            json!({"file": file, "baseHash": hash}),
+        )
+        .await,
+    )
 }
 
 fn which(name: &str) -> PathBuf {

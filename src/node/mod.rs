@@ -630,9 +630,11 @@ impl Node {
         surface.ask(&outbox);
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
-        // Host stats: at once, then every minute (not with a --commands
-        // surface, as OpenClaw's node host does).
+        // Host stats: once the commands are approved (before that the
+        // gateway refuses node events: "node pairing changed"), then every
+        // minute; not with a --commands surface, as OpenClaw's node host.
         let mut stats_timer = tokio::time::interval(events::STATS_EVERY);
+        stats_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let stats = self.options.commands.is_none();
 
         let end = loop {
@@ -694,7 +696,7 @@ impl Node {
                     }
                 }
                 _ = surface_timer.tick(), if surface.pending() => surface.ask(&outbox),
-                _ = stats_timer.tick(), if stats => {
+                _ = stats_timer.tick(), if stats && surface.approved => {
                     if let Some(event) = events::host_stats() {
                         outbox.request("node.event", event);
                     }
