@@ -28,6 +28,25 @@ const DEFAULT_TICK: Duration = Duration::from_secs(30);
 /// One frame that takes longer than this to send means a stuck peer.
 const SEND_LIMIT: Duration = Duration::from_secs(10);
 
+/// The one reading of what the wire said.
+impl From<WireError> for ConnectError {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::Refused(why) => ConnectError::Refused(why),
+            WireError::Untrusted(why) => ConnectError::Untrusted(why),
+            WireError::Transport(why) => ConnectError::Transport(why),
+            // A proxy whose gateway is down, or one that sheds load: a
+            // hiccup. Any other answer: something that is not a gateway.
+            e @ WireError::NotWebSocket(status, _)
+                if status >= 500 || status == 408 || status == 429 =>
+            {
+                ConnectError::Transport(e.to_string())
+            }
+            e @ WireError::NotWebSocket(..) => ConnectError::NotGateway(e.to_string()),
+        }
+    }
+}
+
 /// Why a connection attempt ended without `hello-ok`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -98,19 +117,7 @@ async fn handshake(
         .max_message_size(Some(64 << 20))
         .max_frame_size(Some(64 << 20));
     let (ws, seen) = transport::open(&endpoint.url, &endpoint.trust, config).await;
-    let ws = ws.map_err(|e| match e {
-        WireError::Refused(why) => ConnectError::Refused(why),
-        WireError::Untrusted(why) => ConnectError::Untrusted(why),
-        WireError::Transport(why) => ConnectError::Transport(why),
-        // A proxy whose gateway is down, or one that sheds load: a
-        // hiccup. Any other answer: something that is not a gateway.
-        e @ WireError::NotWebSocket(status, _)
-            if status >= 500 || status == 408 || status == 429 =>
-        {
-            ConnectError::Transport(e.to_string())
-        }
-        e @ WireError::NotWebSocket(..) => ConnectError::NotGateway(e.to_string()),
-    })?;
+    let ws = ws?;
     let mut conn = Connection {
         ws,
         hello: HelloOk {

@@ -63,11 +63,7 @@ pub async fn connect(
 ) -> Result<Connection, ConnectError> {
     // Refusals that need no socket come first: no key is made for a URL
     // that could never be used.
-    let target =
-        super::transport::precheck(&endpoint.url, &endpoint.trust).map_err(|e| match e {
-            super::transport::WireError::Untrusted(why) => ConnectError::Untrusted(why),
-            e => ConnectError::Refused(e.to_string()),
-        })?;
+    let target = super::transport::precheck(&endpoint.url, &endpoint.trust)?;
     // CLAWBOT_ROUTER_OPERATOR_DEVICE=always|never overrides the rule (a
     // gateway that treats loopback as remote, or one that wants no device).
     let wanted = match std::env::var("CLAWBOT_ROUTER_OPERATOR_DEVICE").as_deref() {

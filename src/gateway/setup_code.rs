@@ -97,12 +97,7 @@ pub fn decode(text: &str, now_ms: u64) -> Result<SetupCode, String> {
     })
 }
 
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use super::now_ms;
 
 #[cfg(test)]
 mod tests {

@@ -22,8 +22,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::audit::digest;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::ToolError;
 use super::policy::Exec;
@@ -138,11 +138,14 @@ impl Store {
         if restricting.iter().any(|s| s["ask"] == "always") {
             return Verdict::MustAsk;
         }
+        // What really runs, worked out once (PATH, canonical paths), not
+        // once per entry.
+        let runs = effective(exec);
         let listed = mine
             .iter()
             .filter_map(|s| s["allowlist"].as_array())
             .flatten()
-            .any(|entry| matches(entry, exec));
+            .any(|entry| matches(entry, &runs, exec));
         if listed {
             Verdict::Allowed
         } else {
@@ -199,7 +202,7 @@ fn effective(exec: &Exec) -> (PathBuf, Vec<String>) {
 
 /// An allowlist entry naming `exec`'s program (and, with `argPattern`, its
 /// exact arguments in its working directory).
-fn matches(entry: &Value, exec: &Exec) -> bool {
+fn matches(entry: &Value, (program, args): &(PathBuf, Vec<String>), exec: &Exec) -> bool {
     let Some(pattern) = entry["pattern"].as_str().filter(|p| !p.is_empty()) else {
         return false;
     };
@@ -208,7 +211,6 @@ fn matches(entry: &Value, exec: &Exec) -> bool {
     if pattern.starts_with("=node-command:") || !pattern.starts_with('/') {
         return false;
     }
-    let (program, args) = effective(exec);
     let program = program.to_string_lossy();
     let named = if pattern.contains(['*', '?', '[']) {
         globset::GlobBuilder::new(pattern)
@@ -222,7 +224,7 @@ fn matches(entry: &Value, exec: &Exec) -> bool {
     named
         && entry["argPattern"]
             .as_str()
-            .is_none_or(|p| p == arg_pattern(&exec.cwd.to_string_lossy(), &args))
+            .is_none_or(|p| p == arg_pattern(&exec.cwd.to_string_lossy(), args))
 }
 
 /// OpenClaw's binding of an approval to a working directory and arguments:
@@ -233,11 +235,7 @@ pub fn arg_pattern(cwd: &str, args: &[String]) -> String {
     for arg in args {
         data.push_str(&format!("{}\0{arg}\0", arg.len()));
     }
-    let digest: String = Sha256::digest(data.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:cwd-argv:v1:{digest}")
+    format!("sha256:cwd-argv:v1:{}", digest(&data))
 }
 
 /// The plans this node prepared recently (their digests): an approval is
@@ -259,10 +257,7 @@ impl Prepared {
             plan["agentId"],
             plan["sessionKey"]
         ]);
-        Sha256::digest(fields.to_string().as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        digest(&fields.to_string())
     }
 
     pub fn remember(&self, plan: &Value) {
@@ -337,7 +332,7 @@ impl Store {
             "pattern": program,
             "argPattern": arg_pattern(&exec.cwd.to_string_lossy(), &args),
             "source": "allow-always",
-            "lastUsedAt": crate::gateway::setup_code::now_ms(),
+            "lastUsedAt": super::audit::now_ms(),
         });
         let mut raw = self.raw.lock().unwrap();
         let mut doc: Value = match raw.as_deref() {
@@ -362,7 +357,7 @@ impl Store {
             "id": uuid::Uuid::new_v4().to_string(),
             "pattern": format!("=node-command:{}", command_hash(&exec.argv)),
             "source": "allow-always",
-            "lastUsedAt": crate::gateway::setup_code::now_ms(),
+            "lastUsedAt": super::audit::now_ms(),
         });
         let list = doc["agents"]["*"]["allowlist"]
             .as_array_mut()
@@ -413,12 +408,7 @@ pub fn coverage(argv: &[String], cwd: &Path) -> Value {
 /// OpenClaw's `=node-command:` key: the first 16 hex digits of the SHA-256
 /// of the command line as it formats it.
 fn command_hash(argv: &[String]) -> String {
-    let text = super::exec::format_exec_command(argv);
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    digest(&super::exec::format_exec_command(argv))[..16].to_owned()
 }
 
 fn empty() -> Value {
@@ -431,15 +421,9 @@ fn serialize(doc: &Value) -> String {
 }
 
 fn hash(raw: Option<&str>) -> String {
-    let hex = |bytes: &[u8]| -> String {
-        Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    };
     match raw {
-        Some(raw) => hex(raw.as_bytes()),
-        None => format!("missing:{}", hex(b"")),
+        Some(raw) => digest(raw),
+        None => format!("missing:{}", digest("")),
     }
 }
 

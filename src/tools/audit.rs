@@ -79,9 +79,4 @@ pub fn digest(text: &str) -> String {
         .collect()
 }
 
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
+pub use crate::gateway::now_ms;
