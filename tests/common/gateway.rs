@@ -546,6 +546,25 @@ fn v3(params: &Value, device: &Value) -> String {
     )
 }
 
+/// `hello-ok` with `auth` and this gateway's policy.
+fn hello_ok(id: &Value, config: &Config, auth: Value) -> String {
+    json!({"type": "res", "id": id, "ok": true, "payload": {
+        "type": "hello-ok", "protocol": 4,
+        "server": {"version": "2026.9.6-fake"},
+        "features": {"methods": [], "events": []},
+        "auth": auth,
+        "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}})
+    .to_string()
+}
+
+/// The device's token, issued on its first hello and kept.
+fn issue_device_token(s: &mut State, device_id: &str) -> String {
+    s.device_tokens
+        .entry(device_id.to_owned())
+        .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
+        .clone()
+}
+
 /// OpenClaw's answer to a device that awaits approval (one request per device).
 fn pairing_required(s: &mut State, id: &Value, device_id: &str, role: &str) -> String {
     let request = s
@@ -688,18 +707,13 @@ where
             } else if config.manual_pairing && !s.approved_devices.contains(&device_id) {
                 Err(pairing_required(&mut s, id, &device_id, "operator"))
             } else {
-                let token = s
-                    .device_tokens
-                    .entry(device_id.clone())
-                    .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
-                    .clone();
+                let token = issue_device_token(&mut s, &device_id);
                 s.operator_hellos += 1;
-                Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
-                    "type": "hello-ok", "protocol": 4,
-                    "server": {"version": "2026.9.6-fake"},
-                    "features": {"methods": [], "events": []},
-                    "auth": {"method": "device-token", "role": "operator", "scopes": params["scopes"], "deviceToken": token, "issuedAtMs": now_ms()},
-                    "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+                Ok(hello_ok(
+                    id,
+                    &config,
+                    json!({"method": "device-token", "role": "operator", "scopes": params["scopes"], "deviceToken": token, "issuedAtMs": now_ms()}),
+                ))
             }
         } else if config.token.is_some() && params["auth"]["token"].as_str().is_none() {
             // OpenClaw 2026.9.6: a device-less operator without a token is
@@ -721,12 +735,11 @@ where
             ))
         } else {
             s.operator_hellos += 1;
-            Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
-                "type": "hello-ok", "protocol": 4,
-                "server": {"version": "2026.9.6-fake"},
-                "features": {"methods": [], "events": []},
-                "auth": {"method": "token", "role": "operator", "scopes": params["scopes"]},
-                "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+            Ok(hello_ok(
+                id,
+                &config,
+                json!({"method": "token", "role": "operator", "scopes": params["scopes"]}),
+            ))
         }
     } else {
         let mut s = state.lock().unwrap();
@@ -761,18 +774,13 @@ where
             if s.bootstrap_tokens.remove(boot) {
                 s.approved_devices.insert(device_id.clone());
                 s.bootstrap_used += 1;
-                let token = s
-                    .device_tokens
-                    .entry(device_id.clone())
-                    .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
-                    .clone();
+                let token = issue_device_token(&mut s, &device_id);
                 s.hello_count += 1;
-                Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
-                    "type": "hello-ok", "protocol": 4,
-                    "server": {"version": "2026.9.6-fake"},
-                    "features": {"methods": [], "events": []},
-                    "auth": {"method": "bootstrap-token", "role": "node", "scopes": [], "deviceToken": token, "issuedAtMs": now_ms()},
-                    "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+                Ok(hello_ok(
+                    id,
+                    &config,
+                    json!({"method": "bootstrap-token", "role": "node", "scopes": [], "deviceToken": token, "issuedAtMs": now_ms()}),
+                ))
             } else {
                 Err(error(
                     id,
@@ -801,11 +809,7 @@ where
         } else if config.manual_pairing && !s.approved_devices.contains(&device_id) {
             Err(pairing_required(&mut s, id, &device_id, "node"))
         } else {
-            let token = s
-                .device_tokens
-                .entry(device_id.clone())
-                .or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
-                .clone();
+            let token = issue_device_token(&mut s, &device_id);
             s.hello_count += 1;
             // As OpenClaw: the name of the first approval stays.
             let name = params["client"]["displayName"]
@@ -813,12 +817,11 @@ where
                 .unwrap_or("")
                 .to_owned();
             s.node_names.entry(device_id.clone()).or_insert(name);
-            Ok(json!({"type": "res", "id": id, "ok": true, "payload": {
-                "type": "hello-ok", "protocol": 4,
-                "server": {"version": "2026.9.6-fake"},
-                "features": {"methods": [], "events": []},
-                "auth": {"method": "token", "role": "node", "scopes": [], "deviceToken": token, "issuedAtMs": now_ms()},
-                "policy": {"maxPayload": config.max_payload, "maxBufferedBytes": 52428800, "tickIntervalMs": config.tick_ms}}}).to_string())
+            Ok(hello_ok(
+                id,
+                &config,
+                json!({"method": "token", "role": "node", "scopes": [], "deviceToken": token, "issuedAtMs": now_ms()}),
+            ))
         }
     };
     match verdict {
