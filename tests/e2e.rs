@@ -907,6 +907,7 @@ fn turn_with_approvals(message: &str, decide: &dyn Fn(&str) -> &'static str) -> 
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_a_headless_node_asks_through_the_gateway_and_honours_its_approvals() {
     // No terminal, nothing pre-approved: the gateway's operators decide.
+    let refused_events = refused_node_events();
     let node = RealNode::start("e2e-gateway-approvals", &[]);
     node.approve_surface();
     let marker = uuid::Uuid::new_v4().simple().to_string();
@@ -948,6 +949,26 @@ fn e2e_a_headless_node_asks_through_the_gateway_and_honours_its_approvals() {
         "no system.run reached the node: {}",
         node.log()
     );
+    // Every exec.finished / exec.denied and host stats the node sent was
+    // taken by the real gateway (it logs `res ✗ node.event` for refusals).
+    assert_eq!(
+        refused_node_events(),
+        refused_events,
+        "the gateway refused node events"
+    );
+}
+
+/// How many `node.event` requests the sandbox gateway has refused so far.
+fn refused_node_events() -> usize {
+    let config = std::env::var("OPENCLAW_CONFIG_PATH").unwrap();
+    let log = Path::new(&config)
+        .parent()
+        .unwrap()
+        .join("logs/openclaw.log");
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches("res ✗ node.event")
+        .count()
 }
 
 #[test]
