@@ -793,6 +793,42 @@ fn e2e_node_serves_openclaws_commands_and_its_own() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_a_long_commands_output_streams_as_progress_the_gateway_takes() {
+    let node = RealNode::start("e2e-progress", &["--allow-command", "run_command"]);
+    node.approve_surface();
+    let refused_before = gateway_log_count("res ✗ node.invoke.progress");
+    // A line, a pause, then 40 KB: at least three chunks, the first one
+    // sent while the command still runs.
+    let script = "echo first; sleep 2; head -c 40000 /dev/zero | tr '\\0' x; echo; echo second";
+    let result = node.invoke(
+        "run_command",
+        json!({"command": ["sh", "-c", script], "timeoutMs": 30000}),
+    );
+    let stdout = result["payload"]["stdout"].as_str().unwrap_or_default();
+    assert!(
+        stdout.starts_with("first\n") && stdout.ends_with("second\n"),
+        "{result}"
+    );
+    let log = node.wait_log("progress chunk(s)", Duration::from_secs(10));
+    let chunks: u64 = log
+        .split(" streamed ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(chunks >= 3, "{log}");
+    // The real gateway validated every chunk (closed schema, 16384-byte
+    // cap, this node's id) and refused none; OpenClaw 2026.9.6 hands them
+    // to plugin-runtime listeners only, so `nodes invoke` shows the result.
+    assert!(!log.contains("refused node.invoke.progress"), "{log}");
+    assert_eq!(
+        gateway_log_count("res ✗ node.invoke.progress"),
+        refused_before
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_an_agents_exec_on_the_node_runs_here() {
     let node = RealNode::start("e2e-exec", &["--allow-command", "system.run"]);
     node.approve_surface();
@@ -960,6 +996,11 @@ fn e2e_a_headless_node_asks_through_the_gateway_and_honours_its_approvals() {
 
 /// How many `node.event` requests the sandbox gateway has refused so far.
 fn refused_node_events() -> usize {
+    gateway_log_count("res ✗ node.event")
+}
+
+/// How often `needle` appears in the sandbox gateway's log so far.
+fn gateway_log_count(needle: &str) -> usize {
     let config = std::env::var("OPENCLAW_CONFIG_PATH").unwrap();
     let log = Path::new(&config)
         .parent()
@@ -967,7 +1008,7 @@ fn refused_node_events() -> usize {
         .join("logs/openclaw.log");
     std::fs::read_to_string(log)
         .unwrap_or_default()
-        .matches("res ✗ node.event")
+        .matches(needle)
         .count()
 }
 

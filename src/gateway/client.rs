@@ -294,6 +294,7 @@ impl Connection {
             Outbox {
                 tx,
                 counter: Arc::new(AtomicU64::new(self.counter)),
+                asked: Arc::default(),
                 dead,
                 writer: Arc::new(std::sync::Mutex::new(Some(writer))),
             },
@@ -368,6 +369,9 @@ impl Inbox {
 pub struct Outbox {
     tx: mpsc::Sender<Message>,
     counter: Arc<AtomicU64>,
+    /// The method of each request still unanswered (the latest
+    /// `OUTBOX_FRAMES * 4`), so an answer can be told by what it answers.
+    asked: Arc<std::sync::Mutex<std::collections::VecDeque<(String, String)>>>,
     dead: CancellationToken,
     writer: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
@@ -386,12 +390,33 @@ impl Outbox {
         });
         let text = serde_json::to_string(&frame).expect("plain data");
         match self.tx.try_send(Message::text(text)) {
-            Ok(()) => Some(id),
+            Ok(()) => {
+                if let Ok(mut asked) = self.asked.lock() {
+                    if asked.len() >= OUTBOX_FRAMES * 4 {
+                        asked.pop_front();
+                    }
+                    asked.push_back((id.clone(), method.to_owned()));
+                }
+                Some(id)
+            }
             Err(_) => {
                 self.dead.cancel();
                 None
             }
         }
+    }
+
+    /// The method of the request `id` answers (once per id), if it was
+    /// sent through this outbox and is recent enough to be remembered.
+    pub fn answered(&self, id: &str) -> Option<String> {
+        let mut asked = self.asked.lock().ok()?;
+        let at = asked.iter().position(|(asked, _)| asked == id)?;
+        asked.remove(at).map(|(_, method)| method)
+    }
+
+    /// Frames that can still be queued before the link counts as dead.
+    pub fn room(&self) -> usize {
+        self.tx.capacity()
     }
 
     /// Resolves when the writer gave up on the peer.

@@ -19,6 +19,7 @@ mod events;
 mod lock;
 mod name;
 mod pins;
+mod progress;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -60,6 +61,9 @@ const SEND_LIMIT: Duration = Duration::from_secs(20);
 const SURFACE_PROBE: Duration = Duration::from_secs(5);
 /// On Ctrl-C, how long running invocations get to stop and report.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// How long a finished command's output stream may take to queue its
+/// last chunks before the result goes without them.
+const STREAM_FLUSH: Duration = Duration::from_secs(2);
 /// Handshakes in a row that prove the server is not an OpenClaw gateway
 /// before the node gives up (exit 1).
 const NOT_GATEWAY_LIMIT: u32 = 3;
@@ -627,6 +631,8 @@ impl Node {
         let mut last_heard = Instant::now();
         let mut watchdog = tokio::time::interval(Duration::from_secs(1));
         let mut surface = Surface::default();
+        // Requests of ours the gateway refused, by method: told once.
+        let mut refused: HashSet<String> = HashSet::new();
         surface.ask(&outbox);
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
@@ -679,6 +685,16 @@ impl Node {
                             _ => {}
                         },
                         Frame::Res(res) => {
+                            let method = outbox.answered(&res.id);
+                            if let (Some(method), Some(error)) = (method, res.error.as_ref().filter(|_| !res.ok))
+                                && method != "node.runnerInventory.update"
+                                && refused.insert(method.clone())
+                            {
+                                say(&format!(
+                                    "the gateway refused {method}: {}: {} (further refusals of {method} on this connection are not shown)",
+                                    error.code, error.message
+                                ));
+                            }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
                             if surface.approved {
                                 self.check_name();
@@ -767,6 +783,19 @@ impl Node {
         };
         tokio::spawn(async move {
             let params_json = request.params_json.clone();
+            // A program's output streams while it runs; the result follows
+            // the last chunk.
+            let (tap, streaming) = if tools::streams_output(&request.command) {
+                let (tap, handle) = progress::start(
+                    outbox.clone(),
+                    request.id.clone(),
+                    node_id.clone(),
+                    cancel.clone(),
+                );
+                (Some(tap), Some(handle))
+            } else {
+                (None, None)
+            };
             let (outcome, decision) = tools
                 .invoke(Invocation {
                     id: &request.id,
@@ -775,8 +804,31 @@ impl Node {
                     timeout: work_time(request.timeout_ms),
                     max_bytes: content_budget(max_payload),
                     cancel,
+                    tap,
                 })
                 .await;
+            let streamed = match streaming {
+                // Bounded: the tap is gone with the invocation, so the
+                // stream only has its queue to flush.
+                Some(handle) => tokio::time::timeout(STREAM_FLUSH, handle)
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+                None => None,
+            };
+            if let Some(s) = streamed.filter(|s| s.chunks > 0) {
+                say(&format!(
+                    "invoke {} streamed {} progress chunk(s), {} bytes{}",
+                    short(&request.id),
+                    s.chunks,
+                    s.bytes,
+                    if s.skipped > 0 {
+                        format!(" ({} bytes not streamed)", s.skipped)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
             let verdict = match &outcome {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => e.code.to_owned(),

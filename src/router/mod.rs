@@ -242,6 +242,7 @@ async fn through_cli(
             // apart; a whole answer from a process that hangs is enough.
             split_stderr: structured,
             stop_after_json: structured.then_some(structured::is_answer as fn(&[u8]) -> bool),
+            tap: None,
         };
         let outcome = runner::run(&spec, async {
             interrupt = Some(cancel.as_mut().await);

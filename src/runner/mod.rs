@@ -22,6 +22,7 @@
 //! runtime.
 
 mod capture;
+mod tap;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
@@ -32,6 +33,7 @@ mod windows;
 use windows as platform;
 
 pub use capture::{Capture, Captured};
+pub use tap::{Tap, Tapped};
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -87,6 +89,8 @@ pub struct Spec {
     /// within a moment: OpenClaw's `--json` answer sometimes arrives whole
     /// from a process that then never exits.
     pub stop_after_json: Option<fn(&[u8]) -> bool>,
+    /// A live copy of the output while the run goes on (see `tap.rs`).
+    pub tap: Option<Tap>,
 }
 
 /// Why the run ended.
@@ -183,7 +187,12 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     let json_done = spec
         .stop_after_json
         .map(|accept| (accept, Arc::new(Notify::new())));
-    let mut pump = Pump::start(readers, spec.max_output, json_done.clone());
+    let mut pump = Pump::start(
+        readers,
+        spec.max_output,
+        json_done.clone(),
+        spec.tap.clone(),
+    );
 
     tokio::pin!(cancel);
     let json_complete = async {
@@ -367,7 +376,7 @@ struct Reader {
 impl Pump {
     /// `json_done`, if given, is notified once the first pipe has carried
     /// a complete JSON object its function accepts.
-    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<JsonWatch>) -> Self
+    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<JsonWatch>, tap: Option<Tap>) -> Self
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
@@ -380,6 +389,7 @@ impl Pump {
                     .clone()
                     .filter(|_| i == 0)
                     .map(|(accept, done)| (JsonEnd::new(accept), done));
+                let tap = tap.clone();
                 let task = tokio::spawn(async move {
                     let mut capture = Capture::new(limit);
                     let mut buf = vec![0u8; READ_CHUNK];
@@ -391,6 +401,9 @@ impl Pump {
                                 Ok(0) => break,
                                 Ok(n) => {
                                     capture.push(&buf[..n]);
+                                    if let Some(tap) = &tap {
+                                        tap.offer(&buf[..n]);
+                                    }
                                     if let Some((scanner, done)) = &mut json
                                         && scanner.feed(&buf[..n]) {
                                             done.notify_one();
@@ -481,7 +494,35 @@ mod tests {
             max_output: 1024,
             split_stderr: split,
             stop_after_json: None,
+            tap: None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_tap_sees_both_streams_while_the_run_goes_on() {
+        let (tap, mut tapped) = Tap::channel(64);
+        let spec = Spec {
+            tap: Some(tap),
+            max_output: 8,
+            ..sh("echo first; echo second >&2; sleep 1; echo third", true)
+        };
+        let run = tokio::spawn(async move { run(&spec, std::future::pending()).await });
+        let mut seen = Vec::new();
+        // The first two lines arrive before the run ends.
+        while !(String::from_utf8_lossy(&seen).contains("first")
+            && String::from_utf8_lossy(&seen).contains("second"))
+        {
+            seen.extend(tapped.recv().await.expect("more output"));
+        }
+        assert!(!run.is_finished(), "streamed while running");
+        while let Some(bytes) = tapped.recv().await {
+            seen.extend(bytes);
+        }
+        let outcome = run.await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&seen).ends_with("third\n"));
+        // The capture kept its own budget; the copy had all of it.
+        assert!(outcome.output.truncated());
+        assert_eq!(tapped.take_lost(), 0);
     }
 
     #[test]

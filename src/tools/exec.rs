@@ -223,11 +223,12 @@ impl ExecRequest {
     }
 
     /// Runs it; stdout and stderr are captured apart, each within
-    /// `max_output` bytes.
+    /// `max_output` bytes; `tap`, if given, gets a live copy of both.
     pub async fn run(
         &self,
         max_output: usize,
         cancel: impl std::future::Future<Output = ()>,
+        tap: Option<runner::Tap>,
     ) -> Result<Value, ToolError> {
         let spec = runner::Spec {
             // An agent's command gets none of our credentials.
@@ -241,6 +242,7 @@ impl ExecRequest {
             max_output,
             split_stderr: true,
             stop_after_json: None,
+            tap,
         };
         match runner::run(&spec, cancel).await {
             Ok(outcome) if outcome.end == End::Cancelled => Err(ToolError::new(
@@ -479,7 +481,7 @@ mod tests {
             MINUTE,
         )
         .unwrap();
-        let result = req.run(1024, std::future::pending()).await.unwrap();
+        let result = req.run(1024, std::future::pending(), None).await.unwrap();
         assert_eq!(result["exitCode"], 3);
         assert_eq!(result["success"], false);
         assert_eq!(result["timedOut"], false);

@@ -238,6 +238,7 @@ pub async fn notify(p: Notify) -> Result<Value, ToolError> {
         max_output: 4096,
         split_stderr: false,
         stop_after_json: None,
+        tap: None,
     };
     let outcome = crate::runner::run(&spec, std::future::pending())
         .await

@@ -125,6 +125,12 @@ pub fn available_commands() -> Vec<String> {
         .collect()
 }
 
+/// Whether `command` runs a program whose output can be streamed while
+/// it runs (through [`Invocation::tap`]).
+pub fn streams_output(command: &str) -> bool {
+    matches!(Tool::parse(command), Some(Tool::Run | Tool::RunCommand))
+}
+
 /// The declared surface: every available command, or (`--commands`, as
 /// `openclaw node run --commands` does) those of `only` that are available.
 /// Nothing left is an error, and so is a name this node has never heard of.
@@ -176,6 +182,9 @@ pub struct Invocation<'a> {
     /// Bytes of content a result may carry (per stream for commands).
     pub max_bytes: usize,
     pub cancel: CancellationToken,
+    /// Where a running command's output is copied while it runs (the
+    /// node streams it as progress); commands that run no program drop it.
+    pub tap: Option<crate::runner::Tap>,
 }
 
 impl Tools {
@@ -420,7 +429,8 @@ impl Tools {
                     .await?;
                 let call = request.call(name);
                 let cancel = inv.cancel.clone();
-                let work = Box::pin(async move { request.run(max, cancel.cancelled()).await });
+                let tap = inv.tap.clone();
+                let work = Box::pin(async move { request.run(max, cancel.cancelled(), tap).await });
                 (call, work, true)
             }
         };
@@ -536,6 +546,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             max_bytes: 1 << 20,
             cancel: CancellationToken::new(),
+            tap: None,
         })
         .await
         .0
@@ -622,6 +633,7 @@ mod tests {
                 timeout: Duration::from_secs(60),
                 max_bytes: 1024,
                 cancel,
+                tap: None,
             })
             .await
             .0;

@@ -52,6 +52,7 @@ async fn run_openclaw(
         max_output: 256 * 1024,
         split_stderr: false,
         stop_after_json: None,
+        tap: None,
     };
     runner::run(&spec, std::future::pending()).await.ok()
 }

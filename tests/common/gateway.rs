@@ -914,6 +914,30 @@ fn handle_request(
             let _ = results.send(params);
             json!({"type": "res", "id": id, "ok": true, "payload": if late { json!({"ok": true, "ignored": true}) } else { json!({"ok": true}) }})
         }
+        // As the real gateway (`nodes.handlers.invoke-progress.ts`): a
+        // closed schema, chunks of at most 16384 bytes, the caller's own
+        // node id; a chunk for an invoke that is over is `ignored`.
+        "node.invoke.progress" => {
+            let p = &frame["params"];
+            let closed = p.as_object().is_some_and(|o| {
+                o.len() == 4
+                    && o.keys()
+                        .all(|k| ["invokeId", "nodeId", "seq", "chunk"].contains(&k.as_str()))
+            });
+            let valid = closed
+                && p["invokeId"].as_str().is_some_and(|s| !s.is_empty())
+                && p["nodeId"].as_str().is_some_and(|s| !s.is_empty())
+                && p["seq"].as_u64().is_some()
+                && p["chunk"].is_string();
+            if !valid {
+                json!({"type": "res", "id": id, "ok": false, "error": {"code": "INVALID_REQUEST", "message": "invalid node.invoke.progress params"}})
+            } else if p["chunk"].as_str().unwrap().len() > 16384 {
+                json!({"type": "res", "id": id, "ok": false, "error": {"code": "INVALID_REQUEST", "message": "progress chunk too large"}})
+            } else {
+                let over = s.results.contains_key(p["invokeId"].as_str().unwrap());
+                json!({"type": "res", "id": id, "ok": true, "payload": {"ok": true, "ignored": over}})
+            }
+        }
         // As the real gateway: an empty feature list is refused.
         "node.runnerInventory.update"
             if frame["params"]["protocolFeatures"]
