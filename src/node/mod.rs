@@ -17,9 +17,12 @@ pub mod backoff;
 mod doctor;
 mod events;
 mod lock;
+mod log;
 mod name;
 mod pins;
 mod progress;
+mod result;
+mod surface;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -34,8 +37,8 @@ use tokio_util::sync::CancellationToken;
 use crate::gateway;
 use crate::gateway::client::{self, ConnectError, Connection, Outbox};
 use crate::gateway::frames::{
-    Auth, ClientInfo, ConnectParams, ErrorShape, Frame, InvokeError, InvokeRequest, InvokeResult,
-    MAX_PROTOCOL, MIN_PROTOCOL, NodeEvent,
+    Auth, ClientInfo, ConnectParams, ErrorShape, Frame, InvokeRequest, MAX_PROTOCOL, MIN_PROTOCOL,
+    NodeEvent,
 };
 use crate::gateway::identity::{self, Identity, SignedFields, TokenStore};
 use crate::tools::policy::{Mode, Policy};
@@ -43,6 +46,9 @@ use crate::tools::sandbox::Workspace;
 use crate::tools::{self, Invocation, ToolError, Tools};
 use crate::ui::Prompter;
 use backoff::Backoff;
+use log::{flush_log, say};
+use result::{content_budget, result_frame, send_result};
+use surface::Surface;
 
 /// The closed set of client ids the gateway accepts for nodes.
 const CLIENT_ID: &str = "node-host";
@@ -166,50 +172,6 @@ pub async fn run(mut options: Options) -> u8 {
     };
     flush_log();
     code
-}
-
-/// Logs a line on stderr from a thread of its own: a stderr nobody reads
-/// must never stall the node. Lines are dropped when the writer falls
-/// behind.
-fn say(message: &str) {
-    let _ = log().try_send(Log::Line(format!("[clawbot_router node] {message}\n")));
-}
-
-/// Waits (briefly) until every line logged so far is written: the last
-/// words before exiting matter most.
-fn flush_log() {
-    let (done, flushed) = std::sync::mpsc::channel();
-    if log().send(Log::Flush(done)).is_ok() {
-        let _ = flushed.recv_timeout(Duration::from_millis(1500));
-    }
-}
-
-enum Log {
-    Line(String),
-    Flush(std::sync::mpsc::Sender<()>),
-}
-
-fn log() -> &'static std::sync::mpsc::SyncSender<Log> {
-    static LOG: std::sync::OnceLock<std::sync::mpsc::SyncSender<Log>> = std::sync::OnceLock::new();
-    LOG.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Log>(1024);
-        std::thread::spawn(move || {
-            use std::io::Write;
-            for entry in rx {
-                match entry {
-                    Log::Line(line) => {
-                        let mut err = std::io::stderr().lock();
-                        let _ = err.write_all(line.as_bytes());
-                        let _ = err.flush();
-                    }
-                    Log::Flush(done) => {
-                        let _ = done.send(());
-                    }
-                }
-            }
-        });
-        tx
-    })
 }
 
 struct Node {
@@ -867,188 +829,6 @@ fn work_time(timeout_ms: Option<u64>) -> Duration {
     total.saturating_sub(margin).max(Duration::from_millis(500))
 }
 
-/// The gateway reports its command-surface approval through the answers to
-/// node requests; this asks (`node.runnerInventory.update`, as OpenClaw's
-/// node host does) until the surface is approved, and prints the operator's
-/// command while it waits.
-#[derive(Default)]
-struct Surface {
-    request_id: Option<String>,
-    approved: bool,
-    announced: Option<String>,
-}
-
-impl Surface {
-    fn pending(&self) -> bool {
-        !self.approved
-    }
-
-    fn ask(&mut self, outbox: &Outbox) {
-        // What OpenClaw's own node host sends; the gateway refuses an empty list.
-        let params = json!({ "protocolFeatures": ["node-worker-supervisor-v6"], "workerHost": { "enabled": false } });
-        self.request_id = outbox.request("node.runnerInventory.update", params);
-    }
-
-    fn answered(&mut self, id: &str, ok: bool, error: Option<&ErrorShape>) {
-        if self.request_id.as_deref() != Some(id) {
-            return;
-        }
-        self.request_id = None;
-        let Some(error) = error.filter(|_| !ok) else {
-            if !self.approved && self.announced.is_some() {
-                say("command surface approved: invocations can run");
-            }
-            self.approved = true;
-            return;
-        };
-        if error.retryable == Some(true) {
-            return; // e.g. PAIRING_CHANGED right after connect: ask again later
-        }
-        if !error.message.contains("awaiting operator approval") {
-            // Not a surface question: say what it was, and stop asking.
-            say(&format!(
-                "the gateway answered the surface check with {}: {}",
-                error.code, error.message
-            ));
-            self.approved = true;
-            return;
-        }
-        let request = error
-            .message
-            .split("nodes approve ")
-            .nth(1)
-            .and_then(|rest| rest.split(|c: char| c == '`' || c.is_whitespace()).next())
-            .unwrap_or("<requestId>")
-            .to_owned();
-        if self.announced.as_deref() != Some(request.as_str()) {
-            say(&format!(
-                "this node's commands await the operator's approval: run\n    openclaw nodes approve {request}\n  (see `openclaw nodes pending`)"
-            ));
-            self.announced = Some(request);
-        }
-    }
-
-    fn resolved(&mut self) {
-        self.approved = true;
-    }
-}
-
-/// Bytes of content one result may carry: JSON escaping can grow text up to
-/// six-fold and a command has two streams.
-fn content_budget(max_payload: usize) -> usize {
-    (max_payload / 12).clamp(16 * 1024, 8 * 1024 * 1024)
-}
-
-fn result_frame(id: String, node_id: String, outcome: Result<Value, ToolError>) -> InvokeResult {
-    match outcome {
-        Ok(payload) => InvokeResult {
-            id,
-            node_id,
-            ok: true,
-            payload_json: Some(payload.to_string()),
-            error: None,
-        },
-        Err(e) => InvokeResult {
-            id,
-            node_id,
-            ok: false,
-            payload_json: None,
-            error: Some(InvokeError {
-                code: e.code.to_owned(),
-                message: e.message,
-            }),
-        },
-    }
-}
-
-/// Queues a result, made to fit the gateway's limit: the longest strings
-/// of the payload are cut (and `truncated` set) until it fits; only a
-/// payload that cannot shrink becomes a `PAYLOAD_TOO_LARGE` error. Never
-/// dropped silently.
-fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
-    const ENVELOPE: usize = 1024;
-    if let Some(text) = result.payload_json.take() {
-        match fit(text, max_payload.saturating_sub(ENVELOPE)) {
-            Ok(text) => result.payload_json = Some(text),
-            Err(size) => {
-                result.ok = false;
-                result.error = Some(InvokeError {
-                    code: "PAYLOAD_TOO_LARGE".into(),
-                    message: format!(
-                        "the result is {size} bytes, over the gateway's limit of {max_payload}"
-                    ),
-                });
-            }
-        }
-    }
-    let params = serde_json::to_value(&result).expect("plain data");
-    if outbox.request("node.invoke.result", params).is_none() {
-        say(&format!(
-            "could not queue the result of {}",
-            short(&result.id)
-        ));
-    }
-}
-
-/// `payload_json` as it will travel (escaped inside the frame) within
-/// `limit` bytes; the size it had when it cannot be made to fit.
-fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
-    // Escaping grows text at most six-fold (a control byte becomes \u00XX):
-    // most results are known to fit without serialising them again.
-    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit {
-        return Ok(payload_json);
-    }
-    let framed = |text: &str| {
-        serde_json::to_string(text)
-            .map(|s| s.len())
-            .unwrap_or(usize::MAX)
-    };
-    if framed(&payload_json) <= limit {
-        return Ok(payload_json);
-    }
-    let original = framed(&payload_json);
-    let Ok(mut value) = serde_json::from_str::<Value>(&payload_json) else {
-        return Err(original);
-    };
-    for _ in 0..64 {
-        if !halve_longest_string(&mut value) {
-            break;
-        }
-        if let Value::Object(map) = &mut value {
-            map.insert("truncated".into(), Value::Bool(true));
-        }
-        let text = value.to_string();
-        if framed(&text) <= limit {
-            return Ok(text);
-        }
-    }
-    Err(original)
-}
-
-/// Cuts the longest string in `value` to half its length (at a character
-/// boundary) and marks the cut; false when there is nothing left to cut.
-fn halve_longest_string(value: &mut Value) -> bool {
-    fn longest(value: &mut Value) -> Option<&mut String> {
-        match value {
-            Value::String(s) => Some(s),
-            Value::Array(items) => items.iter_mut().filter_map(longest).max_by_key(|s| s.len()),
-            Value::Object(map) => map.values_mut().filter_map(longest).max_by_key(|s| s.len()),
-            _ => None,
-        }
-    }
-    const MARK: &str = "\n[clawbot_router] ... cut to fit the gateway's maxPayload ...";
-    let Some(s) = longest(value).filter(|s| s.len() > MARK.len() * 2) else {
-        return false;
-    };
-    let mut cut = s.len() / 2;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    s.truncate(cut);
-    s.push_str(MARK);
-    true
-}
-
 /// Refusals that retrying cannot fix.
 /// The capability families the declared commands belong to: OpenClaw's
 /// own host commands are `system` (as its node host files them), the
@@ -1092,47 +872,4 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn oversized_results_become_an_error() {
-        let r = result_frame(
-            "i".into(),
-            "n".into(),
-            Ok(json!({"content": "x".repeat(100)})),
-        );
-        assert!(r.ok);
-        let e = result_frame(
-            "i".into(),
-            "n".into(),
-            Err(ToolError::new("NOT_FOUND", "gone")),
-        );
-        assert_eq!(e.error.unwrap().code, "NOT_FOUND");
-        assert_eq!(content_budget(26_214_400), 26_214_400 / 12);
-        assert_eq!(content_budget(1000), 16 * 1024);
-    }
-
-    #[test]
-    fn surface_hint_names_the_request() {
-        let mut s = Surface {
-            request_id: Some("1".into()),
-            ..Default::default()
-        };
-        let error = ErrorShape {
-            code: "UNAVAILABLE".into(),
-            message: "node capability surface is awaiting operator approval; run `openclaw nodes approve 08c50ca7-f3f0` (see `openclaw nodes pending`), then this node retries automatically".into(),
-            details: None,
-            retryable: None,
-        };
-        s.answered("1", false, Some(&error));
-        assert_eq!(s.announced.as_deref(), Some("08c50ca7-f3f0"));
-        assert!(s.pending());
-        s.request_id = Some("2".into());
-        s.answered("2", true, None);
-        assert!(!s.pending());
-    }
 }

@@ -1,0 +1,48 @@
+//! The node's log: lines on stderr (or a file), written by a thread of
+//! their own so that a reader that stops reading never stalls the node.
+
+use std::time::Duration;
+
+/// Logs a line on stderr from a thread of its own: a stderr nobody reads
+/// must never stall the node. Lines are dropped when the writer falls
+/// behind.
+pub fn say(message: &str) {
+    let _ = log().try_send(Log::Line(format!("[clawbot_router node] {message}\n")));
+}
+
+/// Waits (briefly) until every line logged so far is written: the last
+/// words before exiting matter most.
+pub fn flush_log() {
+    let (done, flushed) = std::sync::mpsc::channel();
+    if log().send(Log::Flush(done)).is_ok() {
+        let _ = flushed.recv_timeout(Duration::from_millis(1500));
+    }
+}
+
+enum Log {
+    Line(String),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+fn log() -> &'static std::sync::mpsc::SyncSender<Log> {
+    static LOG: std::sync::OnceLock<std::sync::mpsc::SyncSender<Log>> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Log>(1024);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for entry in rx {
+                match entry {
+                    Log::Line(line) => {
+                        let mut err = std::io::stderr().lock();
+                        let _ = err.write_all(line.as_bytes());
+                        let _ = err.flush();
+                    }
+                    Log::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        tx
+    })
+}

@@ -1,0 +1,154 @@
+//! An invocation's one answer, `node.invoke.result`, made to fit the
+//! gateway's frame limit.
+
+use serde_json::Value;
+
+use super::log::say;
+use super::short;
+use crate::gateway::client::Outbox;
+use crate::gateway::frames::{InvokeError, InvokeResult};
+use crate::tools::ToolError;
+
+/// Bytes of content one result may carry: JSON escaping can grow text up to
+/// six-fold and a command has two streams.
+pub fn content_budget(max_payload: usize) -> usize {
+    (max_payload / 12).clamp(16 * 1024, 8 * 1024 * 1024)
+}
+
+pub fn result_frame(
+    id: String,
+    node_id: String,
+    outcome: Result<Value, ToolError>,
+) -> InvokeResult {
+    match outcome {
+        Ok(payload) => InvokeResult {
+            id,
+            node_id,
+            ok: true,
+            payload_json: Some(payload.to_string()),
+            error: None,
+        },
+        Err(e) => InvokeResult {
+            id,
+            node_id,
+            ok: false,
+            payload_json: None,
+            error: Some(InvokeError {
+                code: e.code.to_owned(),
+                message: e.message,
+            }),
+        },
+    }
+}
+
+/// Queues a result, made to fit the gateway's limit: the longest strings
+/// of the payload are cut (and `truncated` set) until it fits; only a
+/// payload that cannot shrink becomes a `PAYLOAD_TOO_LARGE` error. Never
+/// dropped silently.
+pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
+    const ENVELOPE: usize = 1024;
+    if let Some(text) = result.payload_json.take() {
+        match fit(text, max_payload.saturating_sub(ENVELOPE)) {
+            Ok(text) => result.payload_json = Some(text),
+            Err(size) => {
+                result.ok = false;
+                result.error = Some(InvokeError {
+                    code: "PAYLOAD_TOO_LARGE".into(),
+                    message: format!(
+                        "the result is {size} bytes, over the gateway's limit of {max_payload}"
+                    ),
+                });
+            }
+        }
+    }
+    let params = serde_json::to_value(&result).expect("plain data");
+    if outbox.request("node.invoke.result", params).is_none() {
+        say(&format!(
+            "could not queue the result of {}",
+            short(&result.id)
+        ));
+    }
+}
+
+/// `payload_json` as it will travel (escaped inside the frame) within
+/// `limit` bytes; the size it had when it cannot be made to fit.
+fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
+    // Escaping grows text at most six-fold (a control byte becomes \u00XX):
+    // most results are known to fit without serialising them again.
+    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit {
+        return Ok(payload_json);
+    }
+    let framed = |text: &str| {
+        serde_json::to_string(text)
+            .map(|s| s.len())
+            .unwrap_or(usize::MAX)
+    };
+    if framed(&payload_json) <= limit {
+        return Ok(payload_json);
+    }
+    let original = framed(&payload_json);
+    let Ok(mut value) = serde_json::from_str::<Value>(&payload_json) else {
+        return Err(original);
+    };
+    for _ in 0..64 {
+        if !halve_longest_string(&mut value) {
+            break;
+        }
+        if let Value::Object(map) = &mut value {
+            map.insert("truncated".into(), Value::Bool(true));
+        }
+        let text = value.to_string();
+        if framed(&text) <= limit {
+            return Ok(text);
+        }
+    }
+    Err(original)
+}
+
+/// Cuts the longest string in `value` to half its length (at a character
+/// boundary) and marks the cut; false when there is nothing left to cut.
+fn halve_longest_string(value: &mut Value) -> bool {
+    fn longest(value: &mut Value) -> Option<&mut String> {
+        match value {
+            Value::String(s) => Some(s),
+            Value::Array(items) => items.iter_mut().filter_map(longest).max_by_key(|s| s.len()),
+            Value::Object(map) => map.values_mut().filter_map(longest).max_by_key(|s| s.len()),
+            _ => None,
+        }
+    }
+    const MARK: &str = "\n[clawbot_router] ... cut to fit the gateway's maxPayload ...";
+    let Some(s) = longest(value).filter(|s| s.len() > MARK.len() * 2) else {
+        return false;
+    };
+    let mut cut = s.len() / 2;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(MARK);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn oversized_results_become_an_error() {
+        let r = result_frame(
+            "i".into(),
+            "n".into(),
+            Ok(json!({"content": "x".repeat(100)})),
+        );
+        assert!(r.ok);
+        let e = result_frame(
+            "i".into(),
+            "n".into(),
+            Err(ToolError::new("NOT_FOUND", "gone")),
+        );
+        assert_eq!(e.error.unwrap().code, "NOT_FOUND");
+        assert_eq!(content_budget(26_214_400), 26_214_400 / 12);
+        assert_eq!(content_budget(1000), 16 * 1024);
+    }
+}
