@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs};
+use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs, NodeCommand, ServiceCommand};
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
@@ -27,12 +27,15 @@ pub async fn run(args: Vec<OsString>) -> u8 {
     let raw = args.clone();
     match Cli::try_parse_from(&args) {
         Ok(Cli {
-            command: Some(Command::Node(args)),
+            command: Some(Command::Node(NodeCommand { service, run })),
             ..
         }) => {
             let gateway_flag =
                 args_after_node(&raw).any(|w| w == "--gateway" || w.starts_with("--gateway="));
-            match node_options(args, gateway_flag) {
+            if let Some(service) = service {
+                return Box::pin(node_service(service, gateway_flag)).await;
+            }
+            match node_options(run, gateway_flag) {
                 Ok(options) => Box::pin(node::run(options)).await,
                 Err(problem) => {
                     eprintln!("[clawbot_router node] {problem}");
@@ -61,17 +64,6 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Ok(Cli { call, .. }) => Box::pin(router_call(call)).await,
         Err(e) => clap_error(e, &args),
     }
-}
-
-/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`.
-fn default_state_dir() -> std::path::PathBuf {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".local").join("state")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("clawbot_router")
 }
 
 /// The words after `node` on the command line.
@@ -164,9 +156,12 @@ fn node_endpoint(
 /// `--pair CODE` / `--pair-if-needed CODE` (`-`: one line of stdin),
 /// decoded; never echoed. With `--pair-if-needed` an expired code is kept:
 /// the node only needs it while it has no device token.
-fn setup_code(args: &NodeArgs) -> Result<Option<gateway::setup_code::SetupCode>, String> {
+fn setup_code(
+    args: &NodeArgs,
+    from_file: Option<&str>,
+) -> Result<Option<gateway::setup_code::SetupCode>, String> {
     let text = match (
-        args.pair.as_deref(),
+        args.pair.as_deref().or(from_file),
         args.pair_if_needed.as_ref().map(Option::as_deref),
     ) {
         (Some(_), Some(Some(_))) => {
@@ -197,8 +192,20 @@ fn setup_code(args: &NodeArgs) -> Result<Option<gateway::setup_code::SetupCode>,
 }
 
 fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
-    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
-    let pair = setup_code(&args)?;
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(node::default_state_dir);
+    let file = match &args.env_file {
+        Some(path) => node::service::read_env_file(path)?,
+        None => Vec::new(),
+    };
+    let from_file = |key: &str| {
+        file.iter()
+            .find(|(k, v)| k == key && !v.trim().is_empty())
+            .map(|(_, v)| v.clone())
+    };
+    let pair = setup_code(&args, from_file(node::service::SETUP_CODE_KEY).as_deref())?;
     let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
     let gateway = node_endpoint(&args, gateway_flag, pair.as_ref(), from_env, || {
         node::saved_gateway(&state_dir)
@@ -207,7 +214,12 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
         gateway,
         pair,
         pair_if_needed: args.pair_if_needed.is_some(),
-        token: args.gateway.token.filter(|t| !t.trim().is_empty()),
+        token: args
+            .gateway
+            .token
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| from_file(node::service::TOKEN_KEY)),
+        log_file: args.log_file,
         display_name: args.display_name,
         state_dir,
         workspace: args.workspace.unwrap_or_else(|| ".".into()),
@@ -225,6 +237,59 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
             question: args.message,
         }),
     })
+}
+
+/// `clawbot_router node install|uninstall|status|start|stop|restart`.
+async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
+    use node::service::{self, Action, Scope};
+    let (action, flags, plan, force, state_dir) = match command {
+        ServiceCommand::Install {
+            run,
+            service: flags,
+            force,
+            print: only_print,
+        } => {
+            let program = std::env::current_exe()
+                .and_then(|p| p.canonicalize())
+                .map_err(|e| format!("cannot tell where this program is: {e}"));
+            let plan = node_options(run, gateway_flag)
+                .and_then(|o| service::plan(&o, flags.system, program?));
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err(problem) => {
+                    eprintln!("[clawbot_router node install] {problem}");
+                    return 2;
+                }
+            };
+            if only_print {
+                return match service::print(&plan, &Scope::current(flags.system)) {
+                    Ok(text) => {
+                        print(&text);
+                        0
+                    }
+                    Err(problem) => {
+                        eprintln!("[clawbot_router node install] {problem}");
+                        2
+                    }
+                };
+            }
+            (Action::Install, flags, Some(plan), force, None)
+        }
+        ServiceCommand::Uninstall(a) => (Action::Uninstall, a.flags, None, false, a.state_dir),
+        ServiceCommand::Status(a) => (Action::Status, a.flags, None, false, a.state_dir),
+        ServiceCommand::Start(a) => (Action::Start, a.flags, None, false, a.state_dir),
+        ServiceCommand::Stop(a) => (Action::Stop, a.flags, None, false, a.state_dir),
+        ServiceCommand::Restart(a) => (Action::Restart, a.flags, None, false, a.state_dir),
+    };
+    let report = service::run(action, plan, Scope::current(flags.system), force, state_dir).await;
+    if flags.json {
+        print_json(&report.json);
+    } else if report.code == 1 {
+        eprintln!("[clawbot_router node] {}", report.text);
+    } else {
+        print(&format!("{}\n", report.text));
+    }
+    report.code
 }
 
 pub fn prompt(lang: Lang) -> &'static str {
@@ -252,7 +317,7 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
             std::env::var_os("CLAWBOT_ROUTER_STATE_DIR")
                 .filter(|d| !d.is_empty())
                 .map(std::path::PathBuf::from)
-                .unwrap_or_else(default_state_dir)
+                .unwrap_or_else(node::default_state_dir)
                 .join("operator"),
         ),
         activity,
@@ -497,7 +562,7 @@ mod tests {
         let flag = args
             .iter()
             .any(|w| *w == "--gateway" || w.starts_with("--gateway="));
-        node_endpoint(&node, flag, None, from_env, || saved.map(str::to_owned)).map(|e| e.url)
+        node_endpoint(&node.run, flag, None, from_env, || saved.map(str::to_owned)).map(|e| e.url)
     }
 
     const PIN: &str = "ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab";

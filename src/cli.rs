@@ -32,8 +32,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = SchemaFormat::Openai)]
         format: SchemaFormat,
     },
-    /// Serve this machine to an OpenClaw gateway as a node.
-    Node(NodeArgs),
+    /// Serve this machine to an OpenClaw gateway as a node (or manage the
+    /// node's service: install, status, …).
+    Node(NodeCommand),
     /// Serve the tool over the Model Context Protocol on stdio.
     Mcp(CallOptions),
     /// Print the system-prompt guidance for the host LLM.
@@ -41,6 +42,67 @@ pub enum Command {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
         lang: Lang,
     },
+}
+
+/// `clawbot_router node [install|uninstall|status|start|stop|restart]`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct NodeCommand {
+    #[command(subcommand)]
+    pub service: Option<ServiceCommand>,
+    #[command(flatten)]
+    pub run: NodeArgs,
+}
+
+/// The node as a service of this machine (systemd, launchd, Task
+/// Scheduler), as `openclaw node install` and its siblings.
+// Parsed once per process: the size of `Install` costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Install the node (with these flags) as a service and start it; the
+    /// token goes to a 0600 env file, never into the service file.
+    Install {
+        #[command(flatten)]
+        run: NodeArgs,
+        #[command(flatten)]
+        service: ServiceFlags,
+        /// Replace a service installed with other settings.
+        #[arg(long)]
+        force: bool,
+        /// Print the service definition instead of installing it.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Stop the service and remove it (and its env file).
+    Uninstall(ServiceArgs),
+    /// Whether the service is installed, running and connected (exit 0
+    /// when running, 3 when not).
+    Status(ServiceArgs),
+    Start(ServiceArgs),
+    Stop(ServiceArgs),
+    Restart(ServiceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(flatten)]
+    pub flags: ServiceFlags,
+    /// The node's state directory, where an installed service does not say
+    /// (a node run by hand); default as for `clawbot_router node`.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceFlags {
+    /// Answer in JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The system-wide service (systemd system unit, LaunchDaemon, a task
+    /// at boot) instead of the user's; needs root / administrator.
+    #[arg(long)]
+    pub system: bool,
 }
 
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
@@ -82,6 +144,16 @@ pub struct NodeArgs {
     /// expired). As `openclaw node run --pair-if-needed <code>`.
     #[arg(long, value_name = "CODE", num_args = 0..=1)]
     pub pair_if_needed: Option<Option<String>>,
+
+    /// Read OPENCLAW_GATEWAY_TOKEN and CLAWBOT_ROUTER_SETUP_CODE from this
+    /// file (KEY=VALUE lines; must not be readable by others), as the
+    /// installed service does.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<std::path::PathBuf>,
+
+    /// Write the node's log to this file (appending) instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<std::path::PathBuf>,
 
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]
@@ -383,6 +455,15 @@ pub fn explain_value(flag: &str, text: &str, lang: Lang) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// clap's own consistency checks (unique names, valid groups) for
+    /// every subcommand: a clash would otherwise only show when that
+    /// subcommand runs.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 
     #[test]
     fn sizes() {

@@ -829,6 +829,80 @@ fn e2e_a_long_commands_output_streams_as_progress_the_gateway_takes() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_installed_service_joins_the_real_gateway_with_its_env_file() {
+    // No systemd here: tests/fixtures/fake-systemd runs the unit as
+    // systemd would (its ExecStart=, its environment only).
+    let m = common::systemd::FakeSystemd::new();
+    let env: Vec<(String, String)> = sandbox().into_iter().filter(|(k, _)| k != "PATH").collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let token = std::env::var("OPENCLAW_GATEWAY_TOKEN").unwrap();
+    let state = m.path("state");
+    let out = m.node(
+        &[
+            "install",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--display-name",
+            "e2e-service",
+        ],
+        &env,
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", m.journal());
+    assert!(said.contains("node: connected to"), "{said}");
+    assert!(!std::fs::read_to_string(m.unit()).unwrap().contains(&token));
+    let pid = m.service_pid().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&cmdline).contains(&token),
+        "no secret on the service's command line"
+    );
+    // The operator approves its commands; the service is then an ordinary
+    // node of the gateway.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let request = loop {
+        let journal = m.journal();
+        if let Some(rest) = journal.split("openclaw nodes approve ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "no approval hint:\n{journal}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (_, stderr, code) = openclaw(&["nodes", "approve", &request]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, code) = m.status();
+        if code == 0 && status["node"]["approved"] == true {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never approved: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (stdout, stderr, _) = openclaw(&[
+        "nodes",
+        "invoke",
+        "--node",
+        "e2e-service",
+        "--command",
+        "system.which",
+        "--params",
+        r#"{"bins":["sh"]}"#,
+        "--json",
+    ]);
+    assert!(stdout.contains("/sh"), "{stdout}{stderr}");
+    let out = m.node(&["uninstall"], &env);
+    assert_eq!(out.status.code(), Some(0));
+    common::assert_all_gone(&[pid]);
+    assert!(!m.env_file().exists());
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_an_agents_exec_on_the_node_runs_here() {
     let node = RealNode::start("e2e-exec", &["--allow-command", "system.run"]);
     node.approve_surface();

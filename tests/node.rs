@@ -753,6 +753,77 @@ async fn the_exec_approvals_document_is_managed_from_the_gateway_and_preapproves
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn malformed_approvals_documents_change_nothing_they_should_not() {
+    let (gw, node) = connected(Config::default(), &[]).await;
+    let get = || async { payload(&gw.invoke("system.execApprovals.get", json!({})).await) };
+    let hash = get().await["hash"].as_str().unwrap().to_owned();
+    for bad in [
+        json!({"file": "not a document", "baseHash": hash}),
+        json!({"baseHash": hash}),
+        json!({"file": {"agents": ["*"]}, "baseHash": hash}),
+        json!({"file": {"version": 1}}),
+    ] {
+        let refused = gw.invoke("system.execApprovals.set", bad.clone()).await;
+        assert_eq!(error_code(&refused), "INVALID_REQUEST", "{bad}: {refused}");
+        assert_eq!(get().await["hash"], hash, "unchanged by {bad}");
+    }
+    // Settings this node does not honour and junk entries are dropped or
+    // kept inert: `security: full` opens nothing here.
+    let doc = json!({"version": 99, "defaults": {"security": "full", "ask": "off", "askFallback": "yolo"},
+                     "agents": {"*": {"allowlist": [42, null, {"pattern": ""}, {"pattern": "relative/sh"},
+                                                    {"pattern": "=node-command:x"}, {"argPattern": "x"}]}}});
+    let set = payload(
+        &gw.invoke(
+            "system.execApprovals.set",
+            json!({"file": doc, "baseHash": hash}),
+        )
+        .await,
+    );
+    assert_eq!(set["file"]["version"], 1);
+    assert!(
+        set["file"]["defaults"].get("askFallback").is_none(),
+        "{set}"
+    );
+    assert_eq!(
+        set["file"]["agents"]["*"]["allowlist"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "entries without a pattern are dropped; the inert two are kept, as OpenClaw keeps them: {set}"
+    );
+    let run = gw
+        .invoke("system.run", json!({"command": ["sh", "-c", "true"]}))
+        .await;
+    assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{run}");
+    // A document damaged on disk (by hand, by a crash) allows nothing,
+    // shows the gateway that it reads as `security: deny`, and can be
+    // replaced from there.
+    let mut node = node;
+    std::fs::write(node.state().join("exec-approvals.json"), "{ not json").unwrap();
+    node.restart(&gw.url(), &[]);
+    gw.wait_hellos(2, LONG).await;
+    let damaged = get().await;
+    assert_eq!(damaged["file"]["defaults"]["security"], "deny", "{damaged}");
+    let run = gw
+        .invoke("system.run", json!({"command": ["sh", "-c", "true"]}))
+        .await;
+    assert_eq!(error_code(&run), "FORBIDDEN", "{run}");
+    assert!(run.to_string().contains("security=deny"), "{run}");
+    let replaced = gw
+        .invoke(
+            "system.execApprovals.set",
+            json!({"file": {"version": 1}, "baseHash": damaged["hash"]}),
+        )
+        .await;
+    assert_eq!(
+        payload(&replaced)["file"]["defaults"],
+        json!({}),
+        "{replaced}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_gateway_approval_runs_the_prepared_plan_and_nothing_else() {
     let (gw, node) = connected(Config::default(), &[]).await;
     // What OpenClaw's exec tool sends first; this node asks through the gateway.
@@ -1541,6 +1612,60 @@ async fn a_quiet_long_command_says_it_is_alive_with_empty_chunks() {
         chunks,
         ["", "late\n"],
         "a heartbeat after 5 s, then the output"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_file_takes_the_log_and_env_file_the_token() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let env_file = dir.path().join("node.env");
+    std::fs::write(
+        &env_file,
+        format!("# secrets\nOPENCLAW_GATEWAY_TOKEN={TOKEN}\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&env_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let log = dir.path().join("node.log");
+    let node = Node::start(
+        &gw.url(),
+        &[
+            "--env-file",
+            env_file.to_str().unwrap(),
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+    );
+    gw.wait_hellos(1, LONG).await;
+    let deadline = Instant::now() + LONG;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("connected to")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no log in the file: {}",
+            node.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(node.stderr(), "", "the log went to the file");
+    assert_eq!(
+        gw.connects()[0]["auth"]["token"],
+        TOKEN,
+        "the token from the file"
+    );
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the log is private");
+    // A file others can read is refused before connecting.
+    std::fs::set_permissions(&env_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut refused = Node::start(&gw.url(), &["--env-file", env_file.to_str().unwrap()]);
+    assert_eq!(refused.wait_exit(LONG).await, Some(2));
+    assert!(
+        refused.stderr().contains("chmod 600"),
+        "{}",
+        refused.stderr()
     );
 }
 

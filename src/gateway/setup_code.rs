@@ -21,6 +21,8 @@ pub struct SetupCode {
     pub bootstrap_token: String,
     pub expires_at_ms: Option<u64>,
     pub fingerprint: Option<Fingerprint>,
+    /// The code itself, for a service's env file (it holds the token).
+    pub code: String,
 }
 
 /// Never prints the token.
@@ -94,6 +96,7 @@ pub fn decode(text: &str, now_ms: u64) -> Result<SetupCode, String> {
         bootstrap_token: payload.bootstrap_token,
         expires_at_ms: payload.expires_at_ms,
         fingerprint,
+        code: code.to_owned(),
     })
 }
 

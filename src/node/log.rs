@@ -1,7 +1,27 @@
 //! The node's log: lines on stderr (or a file), written by a thread of
 //! their own so that a reader that stops reading never stalls the node.
 
+use std::fs::File;
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// `--log-file`: set once, before the first line.
+static FILE: OnceLock<File> = OnceLock::new();
+
+/// Sends the log to `path` (appended, created 0600) instead of stderr.
+pub fn to_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(path)?;
+    let _ = FILE.set(file);
+    Ok(())
+}
 
 /// Logs a line on stderr from a thread of its own: a stderr nobody reads
 /// must never stall the node. Lines are dropped when the writer falls
@@ -32,11 +52,16 @@ fn log() -> &'static std::sync::mpsc::SyncSender<Log> {
             use std::io::Write;
             for entry in rx {
                 match entry {
-                    Log::Line(line) => {
-                        let mut err = std::io::stderr().lock();
-                        let _ = err.write_all(line.as_bytes());
-                        let _ = err.flush();
-                    }
+                    Log::Line(line) => match FILE.get() {
+                        Some(mut file) => {
+                            let _ = file.write_all(line.as_bytes());
+                        }
+                        None => {
+                            let mut err = std::io::stderr().lock();
+                            let _ = err.write_all(line.as_bytes());
+                            let _ = err.flush();
+                        }
+                    },
                     Log::Flush(done) => {
                         let _ = done.send(());
                     }

@@ -22,6 +22,8 @@ mod name;
 mod pins;
 mod progress;
 mod result;
+pub mod service;
+mod status;
 mod surface;
 
 use std::collections::{HashMap, HashSet};
@@ -92,6 +94,8 @@ pub struct Options {
     pub deny: Vec<String>,
     /// `--commands`: declare only these (as `openclaw node run --commands`).
     pub commands: Option<Vec<String>>,
+    /// `--log-file`: the log goes there instead of stderr.
+    pub log_file: Option<PathBuf>,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -102,6 +106,17 @@ pub struct Doctor {
 }
 
 const SAVED_GATEWAY: &str = "gateway.json";
+
+/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`.
+pub fn default_state_dir() -> std::path::PathBuf {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".local").join("state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("clawbot_router")
+}
 
 /// The gateway this node last connected to (`gateway.json` in its state
 /// directory), used when nothing names one.
@@ -124,6 +139,15 @@ fn save_gateway(state_dir: &std::path::Path, url: &str) {
 /// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1);
 /// with `--doctor`, until the doctor session ends too.
 pub async fn run(mut options: Options) -> u8 {
+    if let Some(path) = &options.log_file
+        && let Err(e) = log::to_file(path)
+    {
+        eprintln!(
+            "[clawbot_router node] cannot write the log to {}: {e}",
+            path.display()
+        );
+        return 1;
+    }
     let stop = CancellationToken::new();
     let signalled = stop.clone();
     tokio::spawn(async move {
@@ -278,6 +302,7 @@ impl Node {
         let mut announced_pairing = HashSet::new();
         let mut not_gateway = 0;
         let mut ever_connected = false;
+        let mut beacon = status::Beacon::new(&self.options.state_dir, &self.options.gateway.url);
         say(&format!(
             "device {} ({}), workspace {}; `--node {}` finds this node in openclaw nodes commands",
             &self.identity.device_id[..16],
@@ -331,10 +356,14 @@ impl Node {
                         "connected to {} (protocol {})",
                         self.options.gateway, conn.hello.protocol
                     ));
+                    beacon.connected();
                     let began = Instant::now();
-                    match self.session(conn, &mut shutdown).await {
+                    match self.session(conn, &mut shutdown, &mut beacon).await {
                         End::Shutdown => return 0,
-                        End::Dropped(why) => say(&format!("connection lost: {why}")),
+                        End::Dropped(why) => {
+                            say(&format!("connection lost: {why}"));
+                            beacon.lost(&why);
+                        }
                     }
                     // A gateway that accepts and drops at once must not get
                     // a reconnect storm: only a session that lasted resets.
@@ -359,6 +388,9 @@ impl Node {
                                 "pairing required ({reason}): ask the gateway's operator to run\n    openclaw devices approve {request}\n  (retrying until approved)"
                             ));
                         }
+                        beacon.lost(&format!(
+                            "pairing required: openclaw devices approve {request}"
+                        ));
                         wait = Some(backoff.next().min(PAIRING_RETRY_CAP));
                     }
                     "AUTH_TOKEN_MISMATCH" | "AUTH_DEVICE_TOKEN_MISMATCH"
@@ -584,6 +616,7 @@ impl Node {
         &self,
         conn: Connection,
         shutdown: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        beacon: &mut status::Beacon,
     ) -> End {
         let max_payload = conn.max_payload();
         let silence_limit = conn.tick_interval().max(MIN_TICK) * 2;
@@ -639,6 +672,7 @@ impl Node {
                             NodeEvent::PairResolved(resolved) => {
                                 say(&format!("pairing request {} {}", resolved.request_id, resolved.decision));
                                 surface.resolved();
+                                beacon.approved();
                                 self.check_name();
                             }
                             NodeEvent::Other { event, problem: Some(problem) } => {
@@ -659,6 +693,7 @@ impl Node {
                             }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
                             if surface.approved {
+                                beacon.approved();
                                 self.check_name();
                             }
                         }

@@ -63,12 +63,7 @@ impl Store {
     /// The document; one that exists but does not parse counts as
     /// `security: deny` (it may have said so): fail closed.
     fn document(&self) -> Value {
-        match self.raw.lock().unwrap().as_deref() {
-            None => empty(),
-            Some(raw) => serde_json::from_str(raw).unwrap_or_else(
-                |_| json!({"version": 1, "defaults": {"security": "deny"}, "agents": {}}),
-            ),
-        }
+        read(self.raw.lock().unwrap().as_deref())
     }
 
     /// `system.execApprovals.get`: `{path, exists, hash, file}`. The first
@@ -427,10 +422,19 @@ fn hash(raw: Option<&str>) -> String {
     }
 }
 
+/// The document as it is obeyed: a damaged one reads as `security:
+/// deny`, and is shown so to the gateway (which can then replace it).
+fn read(raw: Option<&str>) -> Value {
+    match raw {
+        None => empty(),
+        Some(raw) => serde_json::from_str(raw).unwrap_or_else(
+            |_| json!({"version": 1, "defaults": {"security": "deny"}, "agents": {}}),
+        ),
+    }
+}
+
 fn snapshot(path: &Path, raw: Option<&str>) -> Value {
-    let file = raw
-        .and_then(|r| serde_json::from_str(r).ok())
-        .unwrap_or_else(empty);
+    let file = read(raw);
     json!({"path": path, "exists": raw.is_some(), "hash": hash(raw), "file": file})
 }
 

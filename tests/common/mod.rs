@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod gateway;
+#[cfg(unix)]
+pub mod systemd;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

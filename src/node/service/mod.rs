@@ -1,0 +1,907 @@
+//! `clawbot_router node install | uninstall | status | start | stop |
+//! restart`: the node as a service of the machine's own manager, as
+//! `openclaw node install` does — a systemd unit on Linux (user, or
+//! system with `--system`), a launchd agent on macOS, a Task Scheduler
+//! task on Windows.
+//!
+//! What the service file holds: the node's command line with every flag
+//! resolved (absolute state directory and workspace, the gateway's URL and
+//! pin), but never a secret. The gateway token and a setup code go to an
+//! environment file of the node's own (`node.env` in its state directory,
+//! 0600), which the node reads with `--env-file` — one format on all three
+//! systems, with no shell or `cmd` quoting of a secret anywhere.
+//!
+//! What `status` says: whether the service is installed, whether the
+//! manager runs it, and — from the node's own `node.status.json` —
+//! whether it is connected and its commands approved.
+
+mod launchd;
+mod schtasks;
+mod systemd;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::status;
+use crate::runner;
+
+/// The secrets file, in the state directory.
+pub const ENV_FILE: &str = "node.env";
+/// The keys an env file may hold.
+pub const TOKEN_KEY: &str = "OPENCLAW_GATEWAY_TOKEN";
+pub const SETUP_CODE_KEY: &str = "CLAWBOT_ROUTER_SETUP_CODE";
+/// Inherited variables a service carries over (none of them secret).
+const CARRIED: [&str; 6] = [
+    "PATH",
+    "CLAWBOT_ROUTER_LANG",
+    "CLAWBOT_ROUTER_OPERATOR_DEVICE",
+    "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS",
+    "OPENCLAW_CONFIG_PATH",
+    "OPENCLAW_STATE_DIR",
+];
+/// How long one call of the manager's tool may take.
+const TOOL_LIMIT: Duration = Duration::from_secs(30);
+/// How long `install`/`start`/`restart` watch the node connect.
+const SETTLE: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Install,
+    Uninstall,
+    Status,
+    Start,
+    Stop,
+    Restart,
+}
+
+impl Action {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Install => "install",
+            Action::Uninstall => "uninstall",
+            Action::Status => "status",
+            Action::Start => "start",
+            Action::Stop => "stop",
+            Action::Restart => "restart",
+        }
+    }
+}
+
+/// What to install: the node's command line and its secrets.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub program: PathBuf,
+    /// After the program: `node --gateway … --state-dir …`.
+    pub args: Vec<String>,
+    pub state_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub gateway: String,
+    /// Non-secret variables the service sets.
+    pub env: Vec<(String, String)>,
+    /// Secret variables: to the env file, never into the service file.
+    pub secrets: Vec<(String, String)>,
+    /// The system-wide variant (`--system`); runs as `user`.
+    pub system: bool,
+    pub user: String,
+}
+
+/// Where the service lives and how to reach its manager.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub system: bool,
+    /// Where the service definition is written (a test moves it).
+    pub home: PathBuf,
+    pub user: String,
+}
+
+impl Scope {
+    pub fn current(system: bool) -> Self {
+        Self {
+            system,
+            home: std::env::var_os("HOME")
+                .or_else(|| std::env::var_os("USERPROFILE"))
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(".")),
+            user: current_user(),
+        }
+    }
+}
+
+/// What the manager says about the service.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Runtime {
+    pub installed: bool,
+    pub enabled: bool,
+    pub running: bool,
+    pub pid: Option<u32>,
+    /// The manager's own words (`active (running)`, `Ready`, …).
+    pub state: String,
+    pub restarts: Option<u64>,
+    pub last_exit: Option<i32>,
+}
+
+/// One service manager.
+trait Manager {
+    /// `systemd`, `launchd`, `Task Scheduler`.
+    fn name(&self) -> &'static str;
+    /// The service's name in the manager's own terms.
+    fn id(&self) -> String;
+    /// Where the definition lives.
+    fn path(&self) -> PathBuf;
+    /// The definition's text.
+    fn definition(&self, plan: &Plan) -> Result<String, String>;
+    /// The manager can be used here, or why not.
+    async fn available(&self) -> Result<(), String>;
+    /// Registers the definition written at `path()` and starts it.
+    async fn activate(&self) -> Result<(), String>;
+    /// Stops and unregisters it (the file is removed afterwards).
+    async fn deactivate(&self) -> Result<(), String>;
+    async fn start(&self) -> Result<(), String>;
+    async fn stop(&self) -> Result<(), String>;
+    async fn restart(&self) -> Result<(), String>;
+    async fn runtime(&self) -> Runtime;
+    /// Anything the user should know after an install (systemd: lingering).
+    async fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Where the node's log goes.
+    fn log_hint(&self) -> String;
+    /// Files the definition relies on (Task Scheduler: the launcher).
+    fn extra_files(&self, _plan: &Plan) -> Vec<(PathBuf, String)> {
+        Vec::new()
+    }
+}
+
+/// The answer: what to print, and the exit code.
+pub struct Report {
+    pub json: Value,
+    pub text: String,
+    pub code: u8,
+}
+
+impl Report {
+    fn failed(action: Action, error: String, hints: Vec<String>) -> Self {
+        let mut text = format!("{} failed: {error}", action.name());
+        for hint in &hints {
+            text.push_str(&format!("\n  {hint}"));
+        }
+        Self {
+            json: json!({"action": action.name(), "ok": false, "error": error, "hints": hints}),
+            text,
+            code: 1,
+        }
+    }
+}
+
+/// The service's plan from the node's resolved options: every path made
+/// absolute (a service starts elsewhere), the secrets set apart.
+pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<Plan, String> {
+    if o.doctor.is_some() {
+        return Err(
+            "--doctor is a conversation on this terminal; a service cannot hold one".into(),
+        );
+    }
+    // What the node would refuse at its first connect, refused now.
+    crate::gateway::transport::precheck(&o.gateway.url, &o.gateway.trust)
+        .map_err(|e| e.to_string())?;
+    let state_dir = std::path::absolute(&o.state_dir)
+        .map_err(|e| format!("--state-dir {}: {e}", o.state_dir.display()))?;
+    let workspace = o.workspace.canonicalize().map_err(|e| {
+        format!(
+            "the workspace {} cannot be used ({e}): create it, or give --workspace DIR",
+            o.workspace.display()
+        )
+    })?;
+    let word = |s: &str| s.to_owned();
+    let mut args = vec![word("node"), word("--gateway"), o.gateway.url.clone()];
+    if let Some(pin) = &o.gateway.trust.pin {
+        args.extend([word("--tls-fingerprint"), pin.to_string()]);
+    }
+    if let Some(name) = &o.display_name {
+        args.extend([word("--display-name"), name.clone()]);
+    }
+    args.extend([
+        word("--state-dir"),
+        state_dir.to_string_lossy().into_owned(),
+        word("--workspace"),
+        workspace.to_string_lossy().into_owned(),
+        word("--approval"),
+        clap::ValueEnum::to_possible_value(&o.approval)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_else(|| "ask".into()),
+    ]);
+    for name in &o.allow {
+        args.extend([word("--allow-command"), name.clone()]);
+    }
+    for name in &o.deny {
+        args.extend([word("--deny-command"), name.clone()]);
+    }
+    if let Some(commands) = &o.commands {
+        args.extend([word("--commands"), commands.join(",")]);
+    }
+    let mut secrets = Vec::new();
+    if let Some(token) = &o.token {
+        secrets.push((TOKEN_KEY.to_owned(), token.clone()));
+    }
+    if let Some(code) = &o.pair {
+        // Used only until the node holds a device token: the service's
+        // command line keeps working after enrolment and after the code
+        // expired.
+        secrets.push((SETUP_CODE_KEY.to_owned(), code.code.clone()));
+        args.push(word("--pair-if-needed"));
+    }
+    if secrets.iter().any(|(_, v)| v.contains(['\n', '\r'])) {
+        return Err("a token or setup code with a line break cannot be stored".into());
+    }
+    if !secrets.is_empty() {
+        args.extend([
+            word("--env-file"),
+            state_dir.join(ENV_FILE).to_string_lossy().into_owned(),
+        ]);
+    }
+    if cfg!(windows) {
+        args.extend([
+            word("--log-file"),
+            state_dir.join("node.log").to_string_lossy().into_owned(),
+        ]);
+    }
+    Ok(Plan {
+        program,
+        args,
+        state_dir,
+        workspace,
+        gateway: o.gateway.url.clone(),
+        env: carried_env(),
+        secrets,
+        system,
+        user: current_user(),
+    })
+}
+
+/// The manager for this operating system.
+enum Host {
+    Systemd(systemd::Systemd),
+    Launchd(launchd::Launchd),
+    Schtasks(schtasks::Schtasks),
+}
+
+macro_rules! each {
+    ($host:expr, $m:ident => $body:expr) => {
+        match $host {
+            Host::Systemd($m) => $body,
+            Host::Launchd($m) => $body,
+            Host::Schtasks($m) => $body,
+        }
+    };
+}
+
+impl Host {
+    fn for_this_system(scope: &Scope) -> Self {
+        if cfg!(target_os = "macos") {
+            Host::Launchd(launchd::Launchd::new(scope.clone()))
+        } else if cfg!(windows) {
+            Host::Schtasks(schtasks::Schtasks::new(scope.clone()))
+        } else {
+            Host::Systemd(systemd::Systemd::new(scope.clone()))
+        }
+    }
+}
+
+/// `node install --print`: the definition, exactly as it would be written.
+pub fn print(plan: &Plan, scope: &Scope) -> Result<String, String> {
+    each!(&Host::for_this_system(scope), m => m.definition(plan))
+}
+
+/// Runs one action. `plan` is given for `install` only.
+/// `state_dir`: where to look for the node when no installed service
+/// names its own.
+pub async fn run(
+    action: Action,
+    plan: Option<Plan>,
+    scope: Scope,
+    force: bool,
+    state_dir: Option<PathBuf>,
+) -> Report {
+    let host = Host::for_this_system(&scope);
+    each!(&host, m => act(m, action, plan, force, state_dir).await)
+}
+
+async fn act(
+    m: &impl Manager,
+    action: Action,
+    plan: Option<Plan>,
+    force: bool,
+    given_state_dir: Option<PathBuf>,
+) -> Report {
+    let path = m.path();
+    let installed = path.exists();
+    let state_dir = plan
+        .as_ref()
+        .map(|p| p.state_dir.clone())
+        .or(given_state_dir)
+        .or_else(|| installed_state_dir(&path));
+    // Status first: it works without a manager (the node may run by hand).
+    if action == Action::Status {
+        return status_report(m, installed, state_dir.as_deref()).await;
+    }
+    if let Err(why) = m.available().await {
+        let mut hints = vec![format!(
+            "{} cannot be used here ({why}); run `clawbot_router node …` under your own supervisor instead",
+            m.name()
+        )];
+        if let Some(plan) = plan.as_ref().filter(|_| action == Action::Install) {
+            hints[0] = format!(
+                "{} cannot be used here ({why}); to run the node under your own supervisor: {}{}",
+                m.name(),
+                by_hand(plan),
+                if plan.secrets.is_empty() {
+                    ""
+                } else {
+                    " (with OPENCLAW_GATEWAY_TOKEN in its environment, or a 0600 file for --env-file)"
+                }
+            );
+            hints.push(
+                "`clawbot_router node install --print` shows the service definition that would be written"
+                    .into(),
+            );
+        }
+        // Nothing to stop is not a failure (as `openclaw node stop`).
+        if matches!(action, Action::Stop | Action::Uninstall) && !installed {
+            return done(
+                action,
+                "not-installed",
+                "the node service is not installed",
+                json!({}),
+            );
+        }
+        return Report::failed(action, format!("{} is not available", m.name()), hints);
+    }
+    match action {
+        Action::Install => install(m, plan.expect("install has a plan"), force).await,
+        Action::Uninstall => uninstall(m, installed, state_dir.as_deref()).await,
+        Action::Stop if !installed => done(
+            action,
+            "not-installed",
+            "the node service is not installed",
+            json!({}),
+        ),
+        Action::Start | Action::Restart if !installed => Report::failed(
+            action,
+            format!(
+                "the node service is not installed ({} does not exist)",
+                path.display()
+            ),
+            vec!["install it first: clawbot_router node install --gateway URL …".into()],
+        ),
+        Action::Start | Action::Restart | Action::Stop => {
+            let (step, result) = match action {
+                Action::Start => (m.start().await, "started"),
+                Action::Stop => (m.stop().await, "stopped"),
+                _ => (m.restart().await, "restarted"),
+            };
+            if let Err(e) = step {
+                return Report::failed(action, e, vec![m.log_hint()]);
+            }
+            let (settled, text) = if action == Action::Stop {
+                (json!({}), String::new())
+            } else {
+                settle(m, state_dir.as_deref()).await
+            };
+            let mut report = done(action, result, &format!("node service {result}"), settled);
+            if !text.is_empty() {
+                report.text.push('\n');
+                report.text.push_str(&text);
+            }
+            report
+        }
+        Action::Status => unreachable!("answered above"),
+    }
+}
+
+/// The node's command line as a shell runs it, without the env file
+/// that was not written.
+fn by_hand(plan: &Plan) -> String {
+    let mut words = vec![plan.program.to_string_lossy().into_owned()];
+    let mut args = plan.args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--env-file" {
+            args.next();
+            continue;
+        }
+        words.push(arg.clone());
+    }
+    shell_words::join(words)
+}
+
+fn done(action: Action, result: &str, message: &str, extra: Value) -> Report {
+    let mut json =
+        json!({"action": action.name(), "ok": true, "result": result, "message": message});
+    if let (Some(obj), Some(more)) = (json.as_object_mut(), extra.as_object()) {
+        obj.extend(more.clone());
+    }
+    Report {
+        json,
+        text: message.to_owned(),
+        code: 0,
+    }
+}
+
+async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
+    let action = Action::Install;
+    let path = m.path();
+    let definition = match m.definition(&plan) {
+        Ok(d) => d,
+        Err(e) => return Report::failed(action, e, vec![]),
+    };
+    if path.exists() && !force {
+        let same = std::fs::read_to_string(&path).is_ok_and(|old| old == definition);
+        if !same {
+            return Report::failed(
+                action,
+                format!(
+                    "a node service is already installed ({}) with other settings",
+                    path.display()
+                ),
+                vec!["`--force` replaces it (the old file is kept as .bak)".into()],
+            );
+        }
+    }
+    if let Err(e) = write_env_file(&plan.state_dir, &plan.secrets) {
+        return Report::failed(action, e, vec![]);
+    }
+    if path.exists() {
+        let _ = std::fs::copy(&path, path.with_extension(bak_extension(&path)));
+    }
+    for (extra, text) in m.extra_files(&plan) {
+        if let Err(e) = write_definition(&extra, &text) {
+            return Report::failed(action, e, vec![]);
+        }
+    }
+    if let Err(e) = write_definition(&path, &definition) {
+        return Report::failed(action, e, vec![]);
+    }
+    if let Err(e) = m.activate().await {
+        return Report::failed(action, e, vec![m.log_hint()]);
+    }
+    let warnings = m.warnings().await;
+    let (settled, text) = settle(m, Some(&plan.state_dir)).await;
+    let mut report = done(
+        action,
+        "installed",
+        &format!("installed {} ({}) and started it", m.id(), path.display()),
+        json!({"service": {"manager": m.name(), "id": m.id(), "path": path, "system": plan.system}, "warnings": warnings}),
+    );
+    if let Some(obj) = report.json.as_object_mut()
+        && let Some(more) = settled.as_object()
+    {
+        obj.extend(more.clone());
+    }
+    report.text.push('\n');
+    report.text.push_str(&text);
+    for w in warnings {
+        report.text.push_str(&format!("\nwarning: {w}"));
+    }
+    report
+}
+
+async fn uninstall(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
+    let action = Action::Uninstall;
+    if !installed {
+        return done(
+            action,
+            "not-installed",
+            "the node service is not installed",
+            json!({}),
+        );
+    }
+    if let Err(e) = m.deactivate().await {
+        return Report::failed(action, e, vec![m.log_hint()]);
+    }
+    let path = m.path();
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension(bak_extension(&path)));
+    // The secrets go with the service; the device identity stays (the
+    // gateway still knows this device: `openclaw devices remove` forgets it).
+    if let Some(dir) = state_dir {
+        let _ = std::fs::remove_file(dir.join(ENV_FILE));
+    }
+    done(
+        action,
+        "uninstalled",
+        &format!("stopped and removed {} ({})", m.id(), path.display()),
+        json!({}),
+    )
+}
+
+/// Watches the node for a few seconds after a start: connected, waiting
+/// for pairing, or gone.
+async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Value, String) {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let runtime = m.runtime().await;
+        let node = state_dir.and_then(|d| node_view(d, runtime.pid));
+        let connected = node.as_ref().is_some_and(|n| n.connected);
+        if connected || tokio::time::Instant::now() >= deadline {
+            let text = describe(&runtime, node.as_ref(), m);
+            return (
+                json!({"runtime": runtime_json(&runtime), "node": node.map(node_json)}),
+                text,
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
+    let available = m.available().await;
+    let runtime = match &available {
+        Ok(()) => m.runtime().await,
+        Err(_) => Runtime {
+            installed,
+            ..Runtime::default()
+        },
+    };
+    // A node run by hand (no service) still reports itself.
+    let state_dir = state_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(crate::node::default_state_dir);
+    let node = node_view(&state_dir, runtime.pid);
+    let mut text = format!(
+        "service: {} ({} {})",
+        if runtime.installed {
+            "installed"
+        } else {
+            "not installed"
+        },
+        m.name(),
+        m.id()
+    );
+    if let Err(why) = &available {
+        text.push_str(&format!("\n{} is not available here: {why}", m.name()));
+    }
+    text.push('\n');
+    text.push_str(&describe(&runtime, node.as_ref(), m));
+    let running = runtime.running || node.as_ref().is_some_and(|n| !n.stopped);
+    Report {
+        json: json!({
+            "action": "status",
+            "ok": true,
+            "service": {
+                "manager": m.name(),
+                "id": m.id(),
+                "path": m.path(),
+                "available": available.is_ok(),
+                "unavailableReason": available.err(),
+            },
+            "runtime": runtime_json(&runtime),
+            "node": node.map(node_json),
+        }),
+        text,
+        // As `systemctl status` and LSB: 0 running, 3 not running.
+        code: if running { 0 } else { 3 },
+    }
+}
+
+/// The node's own status file, if the process that wrote it still runs
+/// (and is the service's, when the manager names a pid).
+fn node_view(state_dir: &Path, service_pid: Option<u32>) -> Option<status::Status> {
+    let mut node = status::read(state_dir)?;
+    let current =
+        !node.stopped && status::alive(node.pid) && service_pid.is_none_or(|pid| pid == node.pid);
+    if !current {
+        node.connected = false;
+        node.approved = false;
+        node.stopped = true;
+    }
+    Some(node)
+}
+
+fn describe(runtime: &Runtime, node: Option<&status::Status>, m: &impl Manager) -> String {
+    let mut lines = Vec::new();
+    if runtime.installed {
+        let mut line = format!(
+            "manager: {}{}",
+            if runtime.running {
+                "running"
+            } else {
+                "not running"
+            },
+            if runtime.state.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", runtime.state)
+            }
+        );
+        if let Some(pid) = runtime.pid {
+            line.push_str(&format!(", pid {pid}"));
+        }
+        if let Some(n) = runtime.restarts.filter(|n| *n > 0) {
+            line.push_str(&format!(", restarted {n} times"));
+        }
+        lines.push(line);
+    }
+    match node {
+        Some(n) if !n.stopped && n.connected && n.approved => lines.push(format!(
+            "node: connected to {}, commands approved (pid {})",
+            n.gateway, n.pid
+        )),
+        Some(n) if !n.stopped && n.connected => lines.push(format!(
+            "node: connected to {}, commands awaiting approval: openclaw nodes pending (pid {})",
+            n.gateway, n.pid
+        )),
+        Some(n) if !n.stopped => lines.push(format!(
+            "node: not connected to {}{} (pid {})",
+            n.gateway,
+            n.last_error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default(),
+            n.pid
+        )),
+        _ => lines.push("node: not running".into()),
+    }
+    if runtime.installed && !node.is_some_and(|n| n.connected) {
+        lines.push(m.log_hint());
+    }
+    lines.join("\n")
+}
+
+fn runtime_json(r: &Runtime) -> Value {
+    json!({
+        "installed": r.installed,
+        "enabled": r.enabled,
+        "running": r.running,
+        "pid": r.pid,
+        "state": r.state,
+        "restarts": r.restarts,
+        "lastExit": r.last_exit,
+    })
+}
+
+fn node_json(n: status::Status) -> Value {
+    serde_json::to_value(n).unwrap_or(Value::Null)
+}
+
+/// The state directory a definition was written for: a marker line each
+/// format carries as a comment (JSON, with `-` escaped so that an XML
+/// comment stays valid).
+pub fn marker(state_dir: &Path) -> String {
+    let json = json!({"stateDir": state_dir}).to_string();
+    format!("clawbot_router: {}", json.replace('-', "\\u002d"))
+}
+
+fn installed_state_dir(path: &Path) -> Option<PathBuf> {
+    let text = read_text(path)?;
+    let at = text.find("clawbot_router: {")? + "clawbot_router: ".len();
+    let mut de = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
+    let value = de.next()?.ok()?;
+    value["stateDir"].as_str().map(PathBuf::from)
+}
+
+/// A definition as text; Task Scheduler's XML is UTF-16.
+fn read_text(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.starts_with(&[0xff, 0xfe]) {
+        let units: Vec<u16> = bytes[2..]
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        return String::from_utf16(&units).ok();
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Text for XML content and attribute values.
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+fn bak_extension(path: &Path) -> String {
+    match path.extension() {
+        Some(ext) => format!("{}.bak", ext.to_string_lossy()),
+        None => "bak".into(),
+    }
+}
+
+fn write_definition(path: &Path, text: &str) -> Result<(), String> {
+    let bytes = if path.extension().is_some_and(|e| e == "xml") {
+        schtasks::utf16(text)
+    } else {
+        text.as_bytes().to_vec()
+    };
+    crate::gateway::identity::write_private(path, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes the secrets (0600, atomically); with none, removes the file.
+fn write_env_file(state_dir: &Path, secrets: &[(String, String)]) -> Result<(), String> {
+    let path = state_dir.join(ENV_FILE);
+    if secrets.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return Ok(());
+    }
+    let mut text = String::from(
+        "# Secrets of the clawbot_router node service (read with --env-file); keep it 0600.\n",
+    );
+    for (key, value) in secrets {
+        text.push_str(&format!("{key}={value}\n"));
+    }
+    crate::gateway::identity::write_private(&path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Reads an env file written by `install` (or by hand): `KEY=VALUE` lines
+/// of the known keys, blank lines and `#` comments. A file other users can
+/// read is refused: it holds a gateway token.
+pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--env-file {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0);
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "--env-file {} can be read by other users (mode {:o}) and holds secrets: chmod 600 {}",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            ));
+        }
+    }
+    let mut vars = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!(
+                "--env-file {} line {}: not KEY=VALUE",
+                path.display(),
+                n + 1
+            ));
+        };
+        let key = key.trim();
+        if key != TOKEN_KEY && key != SETUP_CODE_KEY {
+            return Err(format!(
+                "--env-file {} line {}: unknown key {key:?} (known: {TOKEN_KEY}, {SETUP_CODE_KEY})",
+                path.display(),
+                n + 1
+            ));
+        }
+        vars.push((key.to_owned(), value.to_owned()));
+    }
+    Ok(vars)
+}
+
+/// The variables a service carries over from the installing shell.
+pub fn carried_env() -> Vec<(String, String)> {
+    CARRIED
+        .iter()
+        .filter_map(|k| {
+            std::env::var(k)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| ((*k).to_owned(), v))
+        })
+        .collect()
+}
+
+pub fn current_user() -> String {
+    for var in ["USER", "LOGNAME", "USERNAME"] {
+        if let Some(name) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            return name;
+        }
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: getpwuid returns a pointer into static storage or null;
+        // the name is copied out at once.
+        unsafe {
+            let pw = libc::getpwuid(libc::getuid());
+            if !pw.is_null() && !(*pw).pw_name.is_null() {
+                return std::ffi::CStr::from_ptr((*pw).pw_name)
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
+    }
+    "user".into()
+}
+
+/// Runs a manager's tool (through the one runner): exit code and output,
+/// or why it could not run.
+async fn tool(program: &str, args: &[&str]) -> Result<(i32, String), String> {
+    let spec = runner::Spec {
+        program: OsString::from(program),
+        args: args.iter().map(OsString::from).collect(),
+        cwd: None,
+        env: vec![],
+        env_remove: crate::tools::SECRET_VARS,
+        timeout: TOOL_LIMIT,
+        grace: Duration::from_secs(2),
+        max_output: 256 * 1024,
+        split_stderr: false,
+        stop_after_json: None,
+        tap: None,
+    };
+    let outcome = runner::run(&spec, std::future::pending())
+        .await
+        .map_err(|e| format!("cannot run {program}: {}", e.source))?;
+    let text = outcome.output.join(|n| format!("… {n} bytes …"));
+    match outcome.end {
+        runner::End::TimedOut => Err(format!(
+            "{program} {} took longer than {}s",
+            args.join(" "),
+            TOOL_LIMIT.as_secs()
+        )),
+        _ => Ok((outcome.exit_code().unwrap_or(-1), text.trim().to_owned())),
+    }
+}
+
+/// A tool call that must succeed.
+async fn must(program: &str, args: &[&str]) -> Result<String, String> {
+    match tool(program, args).await? {
+        (0, out) => Ok(out),
+        (code, out) => Err(format!(
+            "`{program} {}` failed (exit {code}): {out}",
+            args.join(" ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_dir_marker_reads_back_even_with_dashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = PathBuf::from("/home/a-b/--state \"x\"");
+        let path = dir.path().join("unit.service");
+        std::fs::write(&path, format!("# {}\n[Unit]\n", marker(&state))).unwrap();
+        assert!(
+            !marker(&state).contains("--"),
+            "valid inside an XML comment"
+        );
+        assert_eq!(installed_state_dir(&path), Some(state));
+    }
+
+    #[test]
+    fn env_files_are_private_and_strict() {
+        let dir = tempfile::tempdir().unwrap();
+        write_env_file(
+            dir.path(),
+            &[(TOKEN_KEY.into(), "s3cret=with=equals".into())],
+        )
+        .unwrap();
+        let path = dir.path().join(ENV_FILE);
+        assert_eq!(
+            read_env_file(&path).unwrap(),
+            [(TOKEN_KEY.to_owned(), "s3cret=with=equals".to_owned())]
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let e = read_env_file(&path).unwrap_err();
+            assert!(e.contains("chmod 600"), "{e}");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        std::fs::write(&path, "OPENCLAW_GATEWAY_TOKN=x\n").unwrap();
+        let e = read_env_file(&path).unwrap_err();
+        assert!(e.contains("unknown key \"OPENCLAW_GATEWAY_TOKN\""), "{e}");
+        write_env_file(dir.path(), &[]).unwrap();
+        assert!(!path.exists(), "no secrets, no file");
+    }
+}

@@ -1,0 +1,291 @@
+//! `clawbot_router node install|uninstall|status|start|stop|restart` on
+//! Linux. These machines run no systemd, so the manager is
+//! `tests/fixtures/fake-systemd/systemctl`: it reads the unit file as
+//! systemd does and runs its ExecStart= with only the unit's environment,
+//! so what is proven is that the written unit, its env file and the node
+//! together reach a gateway. The unit's syntax is checked by systemd's own
+//! `systemd-analyze verify`.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::gateway::{Config, FakeGateway, TOKEN};
+use common::systemd::{FakeSystemd, UNIT};
+use serde_json::Value;
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_status_stop_start_uninstall_round_trip() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let m = FakeSystemd::new();
+    let out = m.install(&gw.url(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains(&format!("installed {UNIT}")), "{said}");
+    assert!(said.contains("node: connected to"), "{said}");
+    assert!(
+        said.contains("warning: systemd lingering is disabled")
+            && said.contains("sudo loginctl enable-linger"),
+        "{said}"
+    );
+    assert!(
+        m.calls().starts_with(&format!(
+            "--user show-environment\n--user daemon-reload\n--user enable {UNIT}\n--user restart {UNIT}\n"
+        )),
+        "{}",
+        m.calls()
+    );
+    // The secret is in the 0600 env file only: not in the unit, not on the
+    // node's command line.
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    assert!(!unit.contains(TOKEN), "{unit}");
+    let argv = std::fs::read_to_string(m.path("systemd/argv")).unwrap();
+    assert!(!argv.contains(TOKEN), "{argv}");
+    assert!(
+        argv.contains("svc \"node\" $HOME"),
+        "systemd's quoting round-trips: {argv:?}"
+    );
+    let env = std::fs::read_to_string(m.env_file()).unwrap();
+    assert!(env.contains(&format!("OPENCLAW_GATEWAY_TOKEN={TOKEN}")));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(m.env_file())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // The node the manager started reached the gateway with that token.
+    let connect = gw
+        .connects()
+        .last()
+        .cloned()
+        .expect("the service connected");
+    assert_eq!(
+        connect["client"]["displayName"], "svc \"node\" $HOME",
+        "{connect}"
+    );
+
+    let (status, code) = m.status();
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["runtime"]["running"], true, "{status}");
+    assert_eq!(status["runtime"]["enabled"], true, "{status}");
+    assert_eq!(status["node"]["connected"], true, "{status}");
+    assert_eq!(
+        status["node"]["pid"].as_i64(),
+        m.service_pid().map(i64::from)
+    );
+
+    let out = m.node(&["stop"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (status, code) = m.status();
+    assert_eq!(code, 3, "stopped: {status}");
+    assert_eq!(status["node"]["connected"], false);
+    assert_eq!(
+        status["node"]["stopped"], true,
+        "the node said so as it stopped"
+    );
+
+    let out = m.node(&["start"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("node: connected to"), "{}", text(&out));
+
+    // The same settings again: rewritten, restarted. Other settings: refused
+    // without --force, replaced with it (the old unit kept as .bak).
+    assert_eq!(m.install(&gw.url(), &[]).status.code(), Some(0));
+    let other = m.install(&gw.url(), &["--deny-command", "rm"]);
+    assert_eq!(other.status.code(), Some(1), "{}", text(&other));
+    assert!(text(&other).contains("--force"), "{}", text(&other));
+    let forced = m.install(&gw.url(), &["--deny-command", "rm", "--force"]);
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
+    assert!(
+        std::fs::read_to_string(m.unit())
+            .unwrap()
+            .contains("--deny-command rm")
+    );
+    assert!(m.unit().with_extension("service.bak").exists());
+
+    let pid = m.service_pid().unwrap();
+    let out = m.node(&["uninstall"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!m.unit().exists() && !m.env_file().exists());
+    assert!(!m.unit().with_extension("service.bak").exists());
+    common::assert_all_gone(&[pid]);
+    assert!(m.journal().contains("connected to"), "{}", m.journal());
+    let (status, code) = m.status();
+    assert_eq!(
+        (code, &status["runtime"]["installed"]),
+        (3, &Value::Bool(false))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_systemd_every_action_says_so_and_writes_nothing() {
+    let m = FakeSystemd::new();
+    m.systemd_down();
+    let out = m.install("ws://127.0.0.1:18789", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("systemd is not available"), "{said}");
+    assert!(
+        said.contains("System has not been booted with systemd"),
+        "{said}"
+    );
+    assert!(said.contains("under your own supervisor: "), "{said}");
+    assert!(
+        said.contains("node --gateway ws://127.0.0.1:18789 --display-name 'svc \"node\" $HOME'"),
+        "the exact command line, quoted for a shell: {said}"
+    );
+    assert!(!said.contains(TOKEN), "{said}");
+    assert!(!m.unit().exists() && !m.env_file().exists());
+    for (action, code) in [("start", 1), ("restart", 1), ("stop", 0), ("uninstall", 0)] {
+        let out = m.node(&[action, "--json"], &[]);
+        assert_eq!(out.status.code(), Some(code), "{action}: {}", text(&out));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["action"], action);
+        assert_eq!(json["ok"], code == 0, "{json}");
+    }
+    let (status, code) = m.status();
+    assert_eq!(code, 3);
+    assert_eq!(status["service"]["available"], false);
+    assert!(
+        status["service"]["unavailableReason"]
+            .as_str()
+            .unwrap()
+            .contains("System has not been booted"),
+        "{status}"
+    );
+}
+
+#[test]
+fn bad_settings_are_refused_before_anything_is_written() {
+    let m = FakeSystemd::new();
+    let missing = m.path("no-such-dir");
+    let out = m.node(
+        &[
+            "install",
+            "--gateway",
+            "ws://127.0.0.1:18789",
+            "--workspace",
+            missing.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-dir"), "{}", text(&out));
+    let out = m.node(
+        &["install", "--gateway", "ws://127.0.0.1:18789", "--doctor"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("a service cannot hold one"),
+        "{}",
+        text(&out)
+    );
+    // Plaintext to a public host is refused here too.
+    let out = m.node(&["install", "--gateway", "ws://203.0.113.9:18789"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(m.calls().is_empty(), "systemctl never ran: {}", m.calls());
+    assert!(!m.unit().exists());
+}
+
+#[test]
+fn the_unit_passes_systemd_analyze_verify() {
+    let m = FakeSystemd::new();
+    let out = m.node(
+        &[
+            "install",
+            "--gateway",
+            "wss://gw.example.test:18789/open%20claw",
+            "--tls-fingerprint",
+            &"ab".repeat(32),
+            "--display-name",
+            "a \"quoted\" $name; 100%",
+            "--allow-command",
+            "read_file",
+            "--commands",
+            "system.run,read_file",
+            "--print",
+        ],
+        &[("OPENCLAW_GATEWAY_TOKEN", TOKEN)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = String::from_utf8(out.stdout).unwrap();
+    assert!(!unit.contains(TOKEN));
+    assert!(
+        m.calls().is_empty() && !m.unit().exists(),
+        "--print writes nothing"
+    );
+    let file = m.path(UNIT);
+    std::fs::write(&file, &unit).unwrap();
+    let Ok(verify) = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&file)
+        .output()
+    else {
+        // CI installs it (.ci/run); elsewhere say it was not checked.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "systemd-analyze is missing in CI"
+        );
+        eprintln!("systemd-analyze not installed (apt-get install systemd): unit not verified");
+        return;
+    };
+    assert!(
+        verify.status.success() && verify.stderr.is_empty(),
+        "{}\n{unit}",
+        text(&verify)
+    );
+    // And it fails on a broken unit, so the check above means something.
+    std::fs::write(&file, unit.replace("ExecStart=/", "ExecStart=")).unwrap();
+    let broken = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!broken.status.success(), "{}", text(&broken));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_finds_a_node_run_by_hand() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let m = FakeSystemd::new();
+    let xdg = m.dir.path().to_str().unwrap().to_owned();
+    let mut node = common::router()
+        .args(["node", "--gateway", &gw.url()])
+        .env("OPENCLAW_GATEWAY_TOKEN", TOKEN)
+        .env("XDG_STATE_HOME", &xdg)
+        .env("HOME", m.path("home"))
+        .current_dir(m.path("ws"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // No service installed: status reads the default state directory.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let said = loop {
+        let out = m.node(&["status"], &[("XDG_STATE_HOME", &xdg)]);
+        if out.status.code() == Some(0) && text(&out).contains("node: connected to") {
+            break text(&out);
+        }
+        assert!(Instant::now() < deadline, "never connected: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(said.contains("service: not installed"), "{said}");
+    // --state-dir names another directory: nothing runs there.
+    let elsewhere = m.path("elsewhere");
+    let out = m.node(&["status", "--state-dir", elsewhere.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let _ = node.kill();
+    let _ = node.wait();
+}
