@@ -145,6 +145,11 @@ fn node_endpoint(
             "--tls, but the gateway is named as {url}: use wss://"
         ));
     }
+    if args.no_tls && url.starts_with("wss://") {
+        return Err(format!(
+            "--no-tls, but the gateway is named as {url}: use ws://, or drop --no-tls"
+        ));
+    }
     Ok(gateway::Endpoint {
         url,
         trust: gateway::Trust {
@@ -587,6 +592,15 @@ mod tests {
         assert_eq!(
             endpoint(&["--tls"], false, None).unwrap(),
             "wss://127.0.0.1:18789"
+        );
+        assert_eq!(
+            endpoint(&["--host", "gw.lan", "--no-tls"], false, None).unwrap(),
+            "ws://gw.lan:18789"
+        );
+        assert!(
+            endpoint(&["--gateway", "wss://gw:1", "--no-tls"], false, None)
+                .unwrap_err()
+                .contains("--no-tls")
         );
         // A pin implies TLS, as in OpenClaw.
         assert_eq!(

@@ -123,6 +123,11 @@ pub struct NodeArgs {
     #[arg(long)]
     pub tls: bool,
 
+    /// Plaintext (ws://), as `openclaw node run --no-tls`: refused when the
+    /// gateway is named with wss:// or pinned.
+    #[arg(long, conflicts_with_all = ["tls", "tls_fingerprint"])]
+    pub no_tls: bool,
+
     /// A path the gateway is served under, as `openclaw node run --context-path`.
     #[arg(long, value_name = "PATH")]
     pub context_path: Option<String>,
@@ -184,6 +189,11 @@ pub struct NodeArgs {
     /// --commands` does; anything else is refused.
     #[arg(long, value_name = "A,B,C", value_delimiter = ',')]
     pub commands: Option<Vec<String>>,
+
+    /// Declare every command this machine offers (the default), as
+    /// `openclaw node run --all-commands`.
+    #[arg(long, conflicts_with = "commands")]
+    pub all_commands: bool,
 
     /// Also start a doctor session: send this machine's diagnostic context
     /// to the agent, stream its reply to stdout, and send each stdin line
