@@ -860,13 +860,15 @@ async fn a_gateway_approval_runs_the_prepared_plan_and_nothing_else() {
     // Once means once: the same call without an approval is asked again.
     let again = gw.invoke("system.run", json!({"command": argv, "cwd": plan["cwd"], "agentId": "main", "sessionKey": "agent:main:s", "runId": "r2"})).await;
     assert_eq!(error_code(&again), "SYSTEM_RUN_DENIED");
-    // allow-always is remembered in the approvals document, as OpenClaw's node host does.
+    // allow-always is remembered in the approvals document, in the
+    // agent's own list, as OpenClaw's node host does.
     let always = gw
         .invoke("system.run", resend("allow-always", argv.clone()))
         .await;
     assert_eq!(payload(&always)["exitCode"], 0);
     let doc = payload(&gw.invoke("system.execApprovals.get", json!({})).await);
-    let entry = &doc["file"]["agents"]["*"]["allowlist"][0];
+    assert!(doc["file"]["agents"].get("*").is_none(), "{doc}");
+    let entry = &doc["file"]["agents"]["main"]["allowlist"][0];
     assert_eq!(entry["source"], "allow-always");
     assert!(
         entry["argPattern"]
@@ -931,6 +933,41 @@ async fn an_allowlisted_program_with_a_changed_environment_still_needs_a_human()
 
 /// Replaces the node's approvals document with an allowlist of `patterns`
 /// for every agent, as `openclaw approvals allowlist add --node` does.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_own_allowlist_allows_only_that_agents_runs() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
+    let truth = std::fs::canonicalize(which("true")).unwrap();
+    let file = json!({"version": 1, "agents": {"main": {"allowlist": [{"pattern": truth}]}}});
+    gw.invoke(
+        "system.execApprovals.set",
+        json!({"file": file, "baseHash": hash}),
+    )
+    .await;
+    let run = |agent: Option<&str>| {
+        let mut params = json!({"command": ["true"]});
+        if let Some(agent) = agent {
+            params["agentId"] = json!(agent);
+        }
+        gw.invoke("system.run", params)
+    };
+    assert_eq!(
+        payload(&run(Some("main")).await)["exitCode"],
+        0,
+        "main's own entry"
+    );
+    assert_eq!(
+        error_code(&run(Some("ops")).await),
+        "SYSTEM_RUN_DENIED",
+        "not ops'"
+    );
+    assert_eq!(
+        error_code(&run(None).await),
+        "SYSTEM_RUN_DENIED",
+        "no agent named: only \"*\" counts"
+    );
+}
+
 async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
     let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
     let entries: Vec<Value> = patterns

@@ -320,7 +320,10 @@ impl Store {
     /// `allow-always` from the gateway: an entry as OpenClaw's node host
     /// writes it (the program, bound to its arguments and directory), so
     /// the gateway's next prediction and this node agree it is allowed.
-    pub fn allow_always(&self, exec: &Exec) {
+    pub fn allow_always(&self, exec: &Exec, agent: Option<&str>) {
+        // The agent's own list, as OpenClaw's node host writes it; `"*"`
+        // when the gateway named none.
+        let agent = agent.unwrap_or("*");
         let (program, args) = effective(exec);
         let entry = json!({
             "id": uuid::Uuid::new_v4().to_string(),
@@ -340,11 +343,11 @@ impl Store {
         if !doc["agents"].is_object() {
             doc["agents"] = json!({});
         }
-        if !doc["agents"]["*"].is_object() {
-            doc["agents"]["*"] = json!({});
+        if !doc["agents"][agent].is_object() {
+            doc["agents"][agent] = json!({});
         }
-        if !doc["agents"]["*"]["allowlist"].is_array() {
-            doc["agents"]["*"]["allowlist"] = json!([]);
+        if !doc["agents"][agent]["allowlist"].is_array() {
+            doc["agents"][agent]["allowlist"] = json!([]);
         }
         // And the exact command line, as OpenClaw's node host adds it (what
         // its gateway matches a shell builtin like `echo` by).
@@ -354,7 +357,7 @@ impl Store {
             "source": "allow-always",
             "lastUsedAt": super::audit::now_ms(),
         });
-        let list = doc["agents"]["*"]["allowlist"]
+        let list = doc["agents"][agent]["allowlist"]
             .as_array_mut()
             .expect("just made");
         list.push(entry);

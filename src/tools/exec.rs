@@ -32,6 +32,9 @@ pub struct ExecRequest {
     /// Variables the call asked for and did not get.
     pub stripped: Vec<String>,
     pub timeout: Duration,
+    /// The agent the gateway runs it for (`system.run`'s `agentId`): whose
+    /// allowlist in the exec-approvals document applies.
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -44,6 +47,8 @@ struct SystemRun {
     env: Option<std::collections::BTreeMap<String, String>>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    agent_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -75,13 +80,15 @@ pub fn parse_system_run(
         .map(Duration::from_millis)
         .unwrap_or(limit)
         .min(limit);
-    resolve(
+    let mut request = resolve(
         p.command,
         p.cwd,
         p.env.unwrap_or_default(),
         workspace,
         timeout,
-    )
+    )?;
+    request.agent = p.agent_id.filter(|a| !a.trim().is_empty());
+    Ok(request)
 }
 
 /// `run_command {command, args?, cwd?}`: `command` is an argv array, a
@@ -156,6 +163,7 @@ fn resolve(
         env,
         stripped: stripped.into_iter().map(|(k, _)| k).collect(),
         timeout,
+        agent: None,
     })
 }
 
@@ -213,6 +221,7 @@ impl ExecRequest {
                 self.cwd.display(),
                 if env.is_empty() { "" } else { ", with" },
             ),
+            agent: self.agent.clone(),
             exec: Some(Exec {
                 executable: self.executable.clone(),
                 argv: self.argv.clone(),

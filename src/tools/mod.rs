@@ -272,6 +272,7 @@ impl Tools {
             risk: Risk::Safe,
             summary: name.to_owned(),
             exec: None,
+            agent: None,
         };
         // `stops_itself`: a command stops its process tree on cancel (TERM,
         // grace, KILL); other work is simply abandoned.
@@ -346,6 +347,7 @@ impl Tools {
                     risk: Risk::Risky,
                     summary: format!("write_file: {} ({} bytes)", p.path, p.content.len()),
                     exec: None,
+                    agent: None,
                 };
                 (
                     call,
@@ -396,6 +398,7 @@ impl Tools {
                         p.content_base64.len()
                     ),
                     exec: None,
+                    agent: None,
                 };
                 (
                     call,

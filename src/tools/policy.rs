@@ -77,6 +77,10 @@ pub struct Call {
     pub summary: String,
     /// Set for calls that run a program: what "allow always" binds to.
     pub exec: Option<Exec>,
+    /// The agent the gateway names for it, if any: its own allowlist in
+    /// the exec-approvals document applies (none named: only `"*"`'s, and
+    /// every agent's restrictions).
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,7 +199,7 @@ impl Policy {
         let verdict = call
             .exec
             .as_ref()
-            .map(|e| self.document.verdict(e, None))
+            .map(|e| self.document.verdict(e, call.agent.as_deref()))
             .unwrap_or(Verdict::Silent);
         match verdict {
             Verdict::Denied => {
@@ -256,7 +260,7 @@ impl Policy {
             Settled::Done(decision) => decision,
             Settled::Human if grant.always => {
                 if let Some(exec) = &call.exec {
-                    self.document.allow_always(exec);
+                    self.document.allow_always(exec, call.agent.as_deref());
                 }
                 Decision::Allowed("gateway-always")
             }
@@ -472,6 +476,7 @@ mod tests {
                 cwd: PathBuf::from("/tmp"),
                 env: Vec::new(),
             }),
+            agent: None,
         }
     }
 
@@ -499,6 +504,7 @@ mod tests {
             risk: Risk::Safe,
             summary: "read_file notes.md".into(),
             exec: None,
+            agent: None,
         };
         assert_eq!(
             decide(&policy(Mode::Deny, &[], &[], dir.path()), &call).await,
