@@ -326,6 +326,24 @@ pub fn prepare(
         None => workspace.to_path_buf(),
     };
     let text = format_exec_command(&p.command);
+    // What the operator is shown must be what runs: the caller's
+    // `rawCommand` is taken only when it is the argv's own text or the
+    // script of a shell wrapper, as OpenClaw's node host checks it.
+    let preview = shell_payload(&p.command).map(str::trim);
+    if let Some(raw) = p
+        .raw_command
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        && raw != text
+        && Some(raw) != preview
+    {
+        return Err(ToolError::new(
+            "INVALID_REQUEST",
+            "rawCommand does not match command",
+        ));
+    }
+    let preview = preview.filter(|p| *p != text).map(str::to_owned);
     // The stricter of the gateway's policy (sent here) and this node's, as
     // OpenClaw's node host combines them: a node that asks through the
     // gateway says allowlist/on-miss, so the gateway raises an approval for
@@ -353,7 +371,7 @@ pub fn prepare(
             "argv": p.command,
             "cwd": cwd,
             "commandText": text,
-            "commandPreview": p.raw_command.unwrap_or_else(|| text.clone()),
+            "commandPreview": preview,
             "agentId": p.agent_id,
             "sessionKey": p.session_key,
             "policySnapshot": {
@@ -364,6 +382,17 @@ pub fn prepare(
         "execPolicy": { "security": security, "ask": ask },
         "allowAlwaysCoverage": coverage,
     }))
+}
+
+/// The script of `SHELL -c|-lc SCRIPT` (a shell wrapper), as OpenClaw
+/// shows it for a preview.
+fn shell_payload(argv: &[String]) -> Option<&str> {
+    let [shell, flag, script] = argv else {
+        return None;
+    };
+    let name = Path::new(shell).file_name()?.to_str()?;
+    let shell = matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh");
+    (shell && matches!(flag.as_str(), "-c" | "-lc")).then_some(script.as_str())
 }
 
 /// OpenClaw's own rendering of an argv (`formatExecCommand`): the gateway
@@ -533,6 +562,23 @@ mod tests {
         assert_eq!(plan["plan"]["argv"], json!(["/bin/sh", "-lc", "echo hi"]));
         assert_eq!(plan["plan"]["cwd"], "/work");
         assert_eq!(plan["plan"]["commandPreview"], "echo hi");
+        // A preview that is not what runs is refused; none is made up.
+        let lie = prepare(
+            json!({"command": ["/bin/sh", "-lc", "rm -rf ~/work"], "rawCommand": "ls"}),
+            Path::new("/work"),
+            super::super::policy::Stance::Open,
+            vec![],
+        )
+        .unwrap_err();
+        assert_eq!(lie.message, "rawCommand does not match command");
+        let plain = prepare(
+            json!({"command": ["uname", "-s"], "rawCommand": "uname -s"}),
+            Path::new("/work"),
+            super::super::policy::Stance::Open,
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(plain["plan"]["commandPreview"], Value::Null);
         assert_eq!(
             plan["execPolicy"],
             json!({"security": "full", "ask": "off"})
