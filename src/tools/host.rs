@@ -151,6 +151,7 @@ pub fn upload(ws: &Workspace, p: Upload) -> Result<Value, ToolError> {
     let dir = ws.root().join(UPLOAD_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| ToolError::from_io(UPLOAD_DIR, &e))?;
     let dir = ws.resolve_existing(UPLOAD_DIR)?;
+    within_quota(&dir, bytes.len() as u64)?;
     let mut file = tempfile::Builder::new()
         .prefix(".upload-")
         .tempfile_in(&dir)
@@ -179,6 +180,36 @@ pub fn upload(ws: &Workspace, p: Upload) -> Result<Value, ToolError> {
         "IO_ERROR",
         format!("uploads/ already holds {name} and 999 more like it"),
     ))
+}
+
+/// What `uploads/` may hold in all: an agent that uploads in a loop must
+/// not fill the disk (OpenClaw's staging area has such limits too).
+const UPLOADS_TOTAL: u64 = 256 << 20;
+const UPLOADS_FILES: usize = 1000;
+
+fn within_quota(dir: &std::path::Path, adding: u64) -> Result<(), ToolError> {
+    let mut files = 0;
+    let mut total = 0u64;
+    for entry in std::fs::read_dir(dir).map_err(|e| ToolError::from_io(UPLOAD_DIR, &e))? {
+        let Ok(meta) = entry.and_then(|e| e.metadata()) else {
+            continue;
+        };
+        if meta.is_file() {
+            files += 1;
+            total += meta.len();
+        }
+    }
+    if files >= UPLOADS_FILES || total + adding > UPLOADS_TOTAL {
+        return Err(ToolError::new(
+            "QUOTA_EXCEEDED",
+            format!(
+                "uploads/ holds {files} files, {} MiB; with this one it would pass its limit of {} MiB and {UPLOADS_FILES} files: remove some first",
+                total >> 20,
+                UPLOADS_TOTAL >> 20
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether the machine can show a notification (`notify-send` on PATH).
@@ -361,5 +392,32 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn uploads_in_all_stay_within_a_quota() {
+        let (dir, ws) = ws();
+        let uploads = dir.path().join("uploads");
+        std::fs::create_dir_all(&uploads).unwrap();
+        // A sparse file stands for 256 MiB already there.
+        let big = std::fs::File::create(uploads.join("big.bin")).unwrap();
+        big.set_len(UPLOADS_TOTAL - 2).unwrap();
+        let up = |body: &[u8]| {
+            upload(
+                &ws,
+                Upload {
+                    name: "more.txt".into(),
+                    content_base64: base64::engine::general_purpose::STANDARD.encode(body),
+                },
+            )
+        };
+        assert!(up(b"ok").is_ok(), "up to the limit");
+        let over = up(b"x").unwrap_err();
+        assert_eq!(over.code, "QUOTA_EXCEEDED");
+        assert!(
+            over.message.contains("remove some first"),
+            "{}",
+            over.message
+        );
     }
 }
