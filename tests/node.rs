@@ -1591,9 +1591,16 @@ async fn a_cancelled_command_streams_nothing_more() {
         assert!(Instant::now() < deadline, "no progress: {}", node.stderr());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The ticks come every 50 ms and are sent every 200 ms: at the cancel,
+    // at most the chunk already on its way may still arrive.
+    let at_cancel = progress_of(&gw, &id).len();
     gw.cancel(&id);
     assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
     let after_result = progress_of(&gw, &id).len();
+    assert!(
+        after_result <= at_cancel + 1,
+        "{at_cancel} chunks at the cancel, {after_result} at the answer"
+    );
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
         progress_of(&gw, &id).len(),
@@ -1611,6 +1618,52 @@ async fn a_cancelled_command_streams_nothing_more() {
             .any(|r| r["method"] == "node.invoke.progress"),
         "nothing streamed after the answer"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_end_of_a_burst_is_not_held_back_while_the_command_is_quiet() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    // 20,001 bytes (more than one chunk) in one write (cat's), then three
+    // quiet seconds.
+    let id = gw.request(
+        "system.run",
+        &json!({"command": ["sh", "-c", "head -c 20000 /dev/zero | tr '\\0' y > burst; echo >> burst; cat burst; sleep 3; touch over"]})
+            .to_string(),
+        30_000,
+    );
+    let streamed = || -> usize {
+        progress_of(&gw, &id)
+            .iter()
+            .map(|c| c["chunk"].as_str().unwrap().len())
+            .sum()
+    };
+    let deadline = Instant::now() + LONG;
+    while streamed() < 20_001 {
+        assert!(
+            Instant::now() < deadline,
+            "{} bytes streamed: {}",
+            streamed(),
+            node.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !node.ws().join("over").exists(),
+        "all of it arrived while the command was still quiet"
+    );
+    assert_eq!(streamed(), 20_001);
+    gw.result(&id, LONG).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_command_streams_nothing() {
+    let (gw, node) = connected(Config::default(), &["--approval", "deny"]).await;
+    let refused = gw
+        .invoke("system.run", json!({"command": ["sh", "-c", "echo never"]}))
+        .await;
+    assert_eq!(error_code(&refused), "USER_REJECTED", "{refused}");
+    assert!(progress_of(&gw, refused["id"].as_str().unwrap()).is_empty());
+    assert!(!node.stderr().contains("streamed"), "{}", node.stderr());
 }
 
 #[tokio::test(flavor = "multi_thread")]

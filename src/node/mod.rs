@@ -807,10 +807,14 @@ impl Node {
             let streamed = match streaming {
                 // Bounded: the tap is gone with the invocation, so the
                 // stream only has its queue to flush.
-                Some(handle) => tokio::time::timeout(STREAM_FLUSH, handle)
-                    .await
-                    .ok()
-                    .and_then(Result::ok),
+                Some(mut handle) => match tokio::time::timeout(STREAM_FLUSH, &mut handle).await {
+                    Ok(summary) => summary.ok(),
+                    Err(_) => {
+                        // Nothing of it may follow the result.
+                        handle.abort();
+                        None
+                    }
+                },
                 None => None,
             };
             if let Some(s) = streamed.filter(|s| s.chunks > 0) {

@@ -105,8 +105,12 @@ impl Sink {
 
 async fn stream(mut tapped: Tapped, mut sink: Sink, cancel: CancellationToken) -> Summary {
     let mut text = Text::default();
+    // When pending text goes out (the first byte waits at most COALESCE).
     let mut flush_at: Option<Instant> = None;
-    let mut quiet_since = Instant::now();
+    // Since when nothing was sent; armed once the program runs (the
+    // runner's empty first offer), so no heartbeat goes out while a
+    // human is still asked whether it may run.
+    let mut quiet_since: Option<Instant> = None;
     let far = || Instant::now() + Duration::from_secs(3600);
     loop {
         tokio::select! {
@@ -114,21 +118,31 @@ async fn stream(mut tapped: Tapped, mut sink: Sink, cancel: CancellationToken) -
             _ = cancel.cancelled() => return sink.summary,
             bytes = tapped.recv() => {
                 let Some(bytes) = bytes else { break };
+                quiet_since.get_or_insert_with(Instant::now);
+                if bytes.is_empty() {
+                    continue; // the program started
+                }
                 text.note_lost(tapped.take_lost());
                 text.push(&bytes);
                 flush_at.get_or_insert_with(|| Instant::now() + COALESCE);
                 if text.ready() >= MAX_CHUNK {
-                    flush_at = text.flush(&mut sink, false).then(|| Instant::now() + COALESCE);
-                    quiet_since = Instant::now();
+                    text.flush(&mut sink, false);
+                    quiet_since = Some(Instant::now());
+                    // What is left (less than a chunk) still goes out soon.
+                    flush_at = (text.ready() > 0).then(|| Instant::now() + COALESCE);
                 }
             }
             _ = sleep_until(flush_at.unwrap_or_else(far)), if flush_at.is_some() => {
-                flush_at = text.flush(&mut sink, true).then(|| Instant::now() + COALESCE);
-                quiet_since = Instant::now();
+                text.flush(&mut sink, true);
+                quiet_since = Some(Instant::now());
+                // Left only when the outbox had no room: try again soon.
+                flush_at = (text.ready() > 0).then(|| Instant::now() + COALESCE);
             }
-            _ = sleep_until(quiet_since + HEARTBEAT), if flush_at.is_none() => {
+            _ = sleep_until(quiet_since.map_or_else(far, |q| q + HEARTBEAT)),
+                if flush_at.is_none() && quiet_since.is_some() =>
+            {
                 sink.send("", RESERVE);
-                quiet_since = Instant::now();
+                quiet_since = Some(Instant::now());
             }
         }
     }
@@ -227,9 +241,9 @@ impl Text {
             return;
         }
         self.tell_gap(false);
-        let room = LIMIT
-            .saturating_sub(self.accepted)
-            .min(BACKLOG.saturating_sub(self.pending.len()));
+        let limit_room = LIMIT.saturating_sub(self.accepted);
+        let backlog_room = BACKLOG.saturating_sub(self.pending.len());
+        let room = limit_room.min(backlog_room);
         let take = floor_char_boundary(text, room);
         self.pending.push_str(&text[..take]);
         self.accepted += take;
@@ -238,7 +252,9 @@ impl Text {
             return;
         }
         self.skipped += dropped as u64;
-        if self.accepted >= LIMIT {
+        // The limit, not the backlog, kept the text out (also when the
+        // next character is wider than the bytes the limit leaves).
+        if limit_room <= backlog_room {
             self.capped = true;
             self.tell_gap(true);
             self.pending.push_str(&format!(
@@ -318,6 +334,23 @@ mod tests {
         text.push(b"late");
         assert_eq!(text.pending, "");
         assert_eq!(text.skipped, 2 * BACKLOG as u64 + 4);
+    }
+
+    #[test]
+    fn a_limit_that_no_character_fits_still_caps_the_stream() {
+        let mut text = Text {
+            accepted: LIMIT - 1,
+            ..Text::default()
+        };
+        text.push("€".as_bytes());
+        assert!(text.capped, "a three-byte character in one byte of room");
+        assert!(
+            text.pending
+                .contains("the rest of the output is in the result")
+        );
+        let note = text.pending.clone();
+        text.push("€€".as_bytes());
+        assert_eq!(text.pending, note, "no note per read after the cap");
     }
 
     #[test]

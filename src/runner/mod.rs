@@ -184,6 +184,9 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     // from here on only the child's tree holds them, so EOF means they are
     // done.
     let mut tree = platform::Tree::spawn(cmd, tag).map_err(spawn_error)?;
+    if let Some(tap) = &spec.tap {
+        tap.offer(&[]); // the program runs: a streaming reader may say so
+    }
     let json_done = spec
         .stop_after_json
         .map(|accept| (accept, Arc::new(Notify::new())));

@@ -22,7 +22,8 @@ pub struct Tap {
 
 /// The receiving side: the output's bytes in the order they were read
 /// (stdout and stderr interleaved as read when they have pipes of their
-/// own). Ends once the run is over and every copy of the tap is gone.
+/// own), after an empty first read that says the program started. Ends
+/// once the run is over and every copy of the tap is gone.
 #[derive(Debug)]
 pub struct Tapped {
     rx: mpsc::Receiver<Vec<u8>>,
