@@ -797,8 +797,8 @@ fn e2e_a_long_commands_output_streams_as_progress_the_gateway_takes() {
     let node = RealNode::start("e2e-progress", &["--allow-command", "run_command"]);
     node.approve_surface();
     let refused_before = gateway_log_count("res ✗ node.invoke.progress");
-    // A line, a pause, then 40 KB: at least three chunks, the first one
-    // sent while the command still runs.
+    // A line, a pause, then 40 KB: at least three chunks (that they go
+    // out while the command runs is tests/node.rs's to prove).
     let script = "echo first; sleep 2; head -c 40000 /dev/zero | tr '\\0' x; echo; echo second";
     let result = node.invoke(
         "run_command",

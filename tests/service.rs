@@ -54,7 +54,7 @@ async fn install_status_stop_start_uninstall_round_trip() {
     assert!(!argv.contains(TOKEN), "{argv}");
     assert!(
         argv.contains("svc \"node\" $HOME"),
-        "systemd's quoting round-trips: {argv:?}"
+        "the unit's quoting, read back by systemd's grammar (as the fake implements it), gives the node its argument unchanged: {argv:?}"
     );
     let env = std::fs::read_to_string(m.env_file()).unwrap();
     assert!(env.contains(&format!("OPENCLAW_GATEWAY_TOKEN={TOKEN}")));
@@ -261,16 +261,18 @@ async fn status_finds_a_node_run_by_hand() {
     let gw = FakeGateway::start(Config::default()).await;
     let m = FakeSystemd::new();
     let xdg = m.dir.path().to_str().unwrap().to_owned();
-    let mut node = common::router()
-        .args(["node", "--gateway", &gw.url()])
-        .env("OPENCLAW_GATEWAY_TOKEN", TOKEN)
-        .env("XDG_STATE_HOME", &xdg)
-        .env("HOME", m.path("home"))
-        .current_dir(m.path("ws"))
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let _node = common::KillOnDrop(
+        common::router()
+            .args(["node", "--gateway", &gw.url()])
+            .env("OPENCLAW_GATEWAY_TOKEN", TOKEN)
+            .env("XDG_STATE_HOME", &xdg)
+            .env("HOME", m.path("home"))
+            .current_dir(m.path("ws"))
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // No service installed: status reads the default state directory.
     let deadline = Instant::now() + Duration::from_secs(15);
     let said = loop {
@@ -286,6 +288,4 @@ async fn status_finds_a_node_run_by_hand() {
     let elsewhere = m.path("elsewhere");
     let out = m.node(&["status", "--state-dir", elsewhere.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    let _ = node.kill();
-    let _ = node.wait();
 }

@@ -389,17 +389,17 @@ impl Outbox {
             params,
         });
         let text = serde_json::to_string(&frame).expect("plain data");
-        match self.tx.try_send(Message::text(text)) {
-            Ok(()) => {
-                if let Ok(mut asked) = self.asked.lock() {
-                    if asked.len() >= OUTBOX_FRAMES * 4 {
-                        asked.pop_front();
-                    }
-                    asked.push_back((id.clone(), method.to_owned()));
-                }
-                Some(id)
+        // Remembered before it can be answered.
+        if let Ok(mut asked) = self.asked.lock() {
+            if asked.len() >= OUTBOX_FRAMES * 4 {
+                asked.pop_front();
             }
+            asked.push_back((id.clone(), method.to_owned()));
+        }
+        match self.tx.try_send(Message::text(text)) {
+            Ok(()) => Some(id),
             Err(_) => {
+                let _ = self.answered(&id);
                 self.dead.cancel();
                 None
             }

@@ -107,14 +107,21 @@ pub struct Doctor {
 
 const SAVED_GATEWAY: &str = "gateway.json";
 
-/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`.
+/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`;
+/// on Windows `%LOCALAPPDATA%\\clawbot_router` (never the temp directory,
+/// which cleanup tools empty: the device identity lives here).
 pub fn default_state_dir() -> std::path::PathBuf {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".local").join("state")))
-        .unwrap_or_else(std::env::temp_dir)
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let base = if cfg!(windows) {
+        var("LOCALAPPDATA").or_else(|| var("USERPROFILE").map(|h| h.join("AppData").join("Local")))
+    } else {
+        var("XDG_STATE_HOME").or_else(|| var("HOME").map(|h| h.join(".local").join("state")))
+    };
+    base.unwrap_or_else(std::env::temp_dir)
         .join("clawbot_router")
 }
 
@@ -671,8 +678,10 @@ impl Node {
                             }
                             NodeEvent::PairResolved(resolved) => {
                                 say(&format!("pairing request {} {}", resolved.request_id, resolved.decision));
-                                surface.resolved();
-                                beacon.approved();
+                                surface.resolved(resolved.decision == "approved");
+                                if surface.confirmed {
+                                    beacon.approved();
+                                }
                                 self.check_name();
                             }
                             NodeEvent::Other { event, problem: Some(problem) } => {
@@ -692,8 +701,10 @@ impl Node {
                                 ));
                             }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
-                            if surface.approved {
+                            if surface.confirmed {
                                 beacon.approved();
+                            }
+                            if surface.approved {
                                 self.check_name();
                             }
                         }

@@ -13,7 +13,10 @@ use crate::gateway::frames::ErrorShape;
 #[derive(Default)]
 pub struct Surface {
     request_id: Option<String>,
+    /// Done asking (approved, or an answer that is no surface question).
     pub approved: bool,
+    /// The gateway said yes: what `node status` may call approved.
+    pub confirmed: bool,
     announced: Option<String>,
 }
 
@@ -38,6 +41,7 @@ impl Surface {
                 say("command surface approved: invocations can run");
             }
             self.approved = true;
+            self.confirmed = true;
             return;
         };
         if error.retryable == Some(true) {
@@ -67,8 +71,10 @@ impl Surface {
         }
     }
 
-    pub fn resolved(&mut self) {
+    /// A pairing request was resolved (`approved` when it was granted).
+    pub fn resolved(&mut self, approved: bool) {
         self.approved = true;
+        self.confirmed |= approved;
     }
 }
 
@@ -92,7 +98,25 @@ mod tests {
         assert_eq!(s.announced.as_deref(), Some("08c50ca7-f3f0"));
         assert!(s.pending());
         s.request_id = Some("2".into());
+        assert!(!s.confirmed);
         s.answered("2", true, None);
         assert!(!s.pending());
+        assert!(s.confirmed);
+        // An answer that is no surface question stops the asking, and
+        // confirms nothing.
+        let mut other = Surface {
+            request_id: Some("3".into()),
+            ..Default::default()
+        };
+        let refusal = ErrorShape {
+            code: "INVALID_REQUEST".into(),
+            message: "unknown method".into(),
+            details: None,
+            retryable: None,
+        };
+        other.answered("3", false, Some(&refusal));
+        assert!(!other.pending() && !other.confirmed);
+        other.resolved(false);
+        assert!(!other.confirmed);
     }
 }

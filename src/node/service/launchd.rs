@@ -33,6 +33,28 @@ impl Launchd {
     fn target(&self) -> String {
         format!("{}/{LABEL}", self.domain())
     }
+
+    /// Loads the job unless it is loaded. Right after a `bootout` launchd
+    /// may still be tearing the old one down ("Bootstrap failed: 5"): a
+    /// few tries, half a second apart.
+    async fn bootstrap(&self) -> Result<(), String> {
+        if matches!(
+            tool("launchctl", &["print", &self.target()]).await,
+            Ok((0, _))
+        ) {
+            return Ok(());
+        }
+        let path = self.path().to_string_lossy().into_owned();
+        let mut last = String::new();
+        for _ in 0..5 {
+            match must("launchctl", &["bootstrap", &self.domain(), &path]).await {
+                Ok(_) => return Ok(()),
+                Err(e) => last = e,
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        Err(last)
+    }
 }
 
 impl Manager for Launchd {
@@ -69,10 +91,15 @@ impl Manager for Launchd {
     }
 
     async fn activate(&self) -> Result<(), String> {
+        // launchd does not create the log's directory.
+        let log = log_path(&self.scope.home);
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
         // A job loaded from an older file is replaced.
         let _ = tool("launchctl", &["bootout", &self.target()]).await;
-        let path = self.path().to_string_lossy().into_owned();
-        must("launchctl", &["bootstrap", &self.domain(), &path]).await?;
+        self.bootstrap().await?;
         must("launchctl", &["kickstart", &self.target()])
             .await
             .map(drop)
@@ -87,8 +114,7 @@ impl Manager for Launchd {
     }
 
     async fn start(&self) -> Result<(), String> {
-        let path = self.path().to_string_lossy().into_owned();
-        let _ = tool("launchctl", &["bootstrap", &self.domain(), &path]).await;
+        self.bootstrap().await?;
         must("launchctl", &["kickstart", &self.target()])
             .await
             .map(drop)
@@ -100,7 +126,9 @@ impl Manager for Launchd {
         self.deactivate().await
     }
 
+    /// After `stop` the job is unloaded: load it first.
     async fn restart(&self) -> Result<(), String> {
+        self.bootstrap().await?;
         must("launchctl", &["kickstart", "-k", &self.target()])
             .await
             .map(drop)

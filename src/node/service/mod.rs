@@ -86,6 +86,9 @@ pub struct Plan {
     /// The system-wide variant (`--system`); runs as `user`.
     pub system: bool,
     pub user: String,
+    /// With `--system` (installed as root): the service account's uid and
+    /// gid, which its state directory and env file must belong to.
+    pub owner: Option<(u32, u32)>,
 }
 
 /// Where the service lives and how to reach its manager.
@@ -187,8 +190,21 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     // What the node would refuse at its first connect, refused now.
     crate::gateway::transport::precheck(&o.gateway.url, &o.gateway.trust)
         .map_err(|e| e.to_string())?;
-    let state_dir = std::path::absolute(&o.state_dir)
-        .map_err(|e| format!("--state-dir {}: {e}", o.state_dir.display()))?;
+    let account = if system {
+        Some(service_account()?)
+    } else {
+        None
+    };
+    // A system service runs as the account that ran sudo: its state
+    // directory by default, not root's.
+    let state_dir = match &account {
+        Some(a) if o.state_dir == crate::node::default_state_dir() => {
+            a.home.join(".local/state/clawbot_router")
+        }
+        _ => o.state_dir.clone(),
+    };
+    let state_dir = std::path::absolute(&state_dir)
+        .map_err(|e| format!("--state-dir {}: {e}", state_dir.display()))?;
     let workspace = o.workspace.canonicalize().map_err(|e| {
         format!(
             "the workspace {} cannot be used ({e}): create it, or give --workspace DIR",
@@ -242,11 +258,29 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
             state_dir.join(ENV_FILE).to_string_lossy().into_owned(),
         ]);
     }
-    if cfg!(windows) {
-        args.extend([
-            word("--log-file"),
-            state_dir.join("node.log").to_string_lossy().into_owned(),
-        ]);
+    // On Windows the log always goes to a file: nothing else keeps it.
+    let log_file = match &o.log_file {
+        Some(path) => Some(
+            std::path::absolute(path).map_err(|e| format!("--log-file {}: {e}", path.display()))?,
+        ),
+        None if cfg!(windows) => Some(state_dir.join("node.log")),
+        None => None,
+    };
+    if let Some(path) = &log_file {
+        args.extend([word("--log-file"), path.to_string_lossy().into_owned()]);
+    }
+    // A path that is not UTF-8 could not be written into the definition
+    // as it is: refused, not silently changed.
+    for path in [&program, &state_dir, &workspace]
+        .into_iter()
+        .chain(log_file.as_ref())
+    {
+        if path.to_str().is_none() {
+            return Err(format!(
+                "{} is not valid UTF-8; a service definition cannot name it",
+                path.display()
+            ));
+        }
     }
     Ok(Plan {
         program,
@@ -257,7 +291,66 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
         env: carried_env(),
         secrets,
         system,
-        user: current_user(),
+        user: account
+            .as_ref()
+            .map(|a| a.name.clone())
+            .unwrap_or_else(current_user),
+        owner: account.map(|a| (a.uid, a.gid)),
+    })
+}
+
+/// The account a system-wide service runs as.
+struct Account {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: PathBuf,
+}
+
+/// `--system` is installed with sudo and runs as the account that ran it:
+/// never as root, whose agents' commands would run as root.
+#[cfg(unix)]
+fn service_account() -> Result<Account, String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(
+            "--system writes a system-wide service: run it with sudo, from the account the node should run as"
+                .into(),
+        );
+    }
+    let name = std::env::var("SUDO_USER")
+        .ok()
+        .filter(|u| !u.is_empty() && u != "root")
+        .ok_or_else(|| {
+            "--system would run agents' commands as root: run `sudo clawbot_router node install --system …` from the account the node should run as".to_owned()
+        })?;
+    let c_name = std::ffi::CString::new(name.clone()).map_err(|_| "SUDO_USER is not a name")?;
+    // SAFETY: getpwnam returns null or a pointer into static storage; the
+    // fields are copied out at once.
+    unsafe {
+        let pw = libc::getpwnam(c_name.as_ptr());
+        if pw.is_null() || (*pw).pw_dir.is_null() {
+            return Err(format!("no account {name:?} (SUDO_USER) on this machine"));
+        }
+        let home = std::ffi::CStr::from_ptr((*pw).pw_dir)
+            .to_string_lossy()
+            .into_owned();
+        Ok(Account {
+            name,
+            uid: (*pw).pw_uid,
+            gid: (*pw).pw_gid,
+            home: PathBuf::from(home),
+        })
+    }
+}
+
+/// Windows: the task runs as the installing account (S4U, at boot).
+#[cfg(not(unix))]
+fn service_account() -> Result<Account, String> {
+    Ok(Account {
+        name: current_user(),
+        uid: 0,
+        gid: 0,
+        home: Scope::current(true).home,
     })
 }
 
@@ -318,11 +411,13 @@ async fn act(
 ) -> Report {
     let path = m.path();
     let installed = path.exists();
+    // The installed service's own state directory first: its env file
+    // (the token) must go with it, whatever --state-dir says.
     let state_dir = plan
         .as_ref()
         .map(|p| p.state_dir.clone())
-        .or(given_state_dir)
-        .or_else(|| installed_state_dir(&path));
+        .or_else(|| installed_state_dir(&path))
+        .or(given_state_dir);
     // Status first: it works without a manager (the node may run by hand).
     if action == Action::Status {
         return status_report(m, installed, state_dir.as_deref()).await;
@@ -340,7 +435,7 @@ async fn act(
                 if plan.secrets.is_empty() {
                     ""
                 } else {
-                    " (with OPENCLAW_GATEWAY_TOKEN in its environment, or a 0600 file for --env-file)"
+                    " (with OPENCLAW_GATEWAY_TOKEN, or CLAWBOT_ROUTER_SETUP_CODE for --pair-if-needed, in its environment or in a 0600 file for --env-file)"
                 }
             );
             hints.push(
@@ -436,8 +531,9 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         Ok(d) => d,
         Err(e) => return Report::failed(action, e, vec![]),
     };
-    if path.exists() && !force {
-        let same = std::fs::read_to_string(&path).is_ok_and(|old| old == definition);
+    let previous = std::fs::read(&path).ok();
+    if previous.is_some() && !force {
+        let same = read_text(&path).is_some_and(|old| old == definition);
         if !same {
             return Report::failed(
                 action,
@@ -449,21 +545,32 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
             );
         }
     }
-    if let Err(e) = write_env_file(&plan.state_dir, &plan.secrets) {
-        return Report::failed(action, e, vec![]);
+    // The definition first (where a missing permission shows), the
+    // secrets next, and both taken back if the manager refuses.
+    if let Some(old) = &previous {
+        let _ = std::fs::write(path.with_extension(bak_extension(&path)), old);
     }
-    if path.exists() {
-        let _ = std::fs::copy(&path, path.with_extension(bak_extension(&path)));
-    }
-    for (extra, text) in m.extra_files(&plan) {
-        if let Err(e) = write_definition(&extra, &text) {
-            return Report::failed(action, e, vec![]);
+    let written = write_definition(&path, &definition).and_then(|()| {
+        for (extra, text) in m.extra_files(&plan) {
+            write_definition(&extra, &text)?;
         }
-    }
-    if let Err(e) = write_definition(&path, &definition) {
-        return Report::failed(action, e, vec![]);
-    }
-    if let Err(e) = m.activate().await {
+        write_env_file(&plan.state_dir, &plan.secrets)?;
+        own(&plan)
+    });
+    let activated = match written {
+        Ok(()) => m.activate().await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = activated {
+        match &previous {
+            Some(old) => {
+                let _ = std::fs::write(&path, old);
+            }
+            None => {
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(plan.state_dir.join(ENV_FILE));
+            }
+        }
         return Report::failed(action, e, vec![m.log_hint()]);
     }
     let warnings = m.warnings().await;
@@ -472,7 +579,7 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         action,
         "installed",
         &format!("installed {} ({}) and started it", m.id(), path.display()),
-        json!({"service": {"manager": m.name(), "id": m.id(), "path": path, "system": plan.system}, "warnings": warnings}),
+        json!({"service": {"manager": m.name(), "id": m.id(), "path": path.to_string_lossy(), "system": plan.system, "user": plan.user}, "warnings": warnings}),
     );
     if let Some(obj) = report.json.as_object_mut()
         && let Some(more) = settled.as_object()
@@ -485,6 +592,23 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         report.text.push_str(&format!("\nwarning: {w}"));
     }
     report
+}
+
+/// A system service's state directory and env file belong to the account
+/// it runs as (install ran as root).
+fn own(plan: &Plan) -> Result<(), String> {
+    #[cfg(unix)]
+    if let Some((uid, gid)) = plan.owner {
+        for path in [plan.state_dir.clone(), plan.state_dir.join(ENV_FILE)] {
+            if path.exists() {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                    .map_err(|e| format!("cannot give {} to {}: {e}", path.display(), plan.user))?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = plan;
+    Ok(())
 }
 
 async fn uninstall(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
@@ -572,7 +696,7 @@ async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Pat
             "service": {
                 "manager": m.name(),
                 "id": m.id(),
-                "path": m.path(),
+                "path": m.path().to_string_lossy(),
                 "available": available.is_ok(),
                 "unavailableReason": available.err(),
             },
@@ -711,7 +835,8 @@ fn bak_extension(path: &Path) -> String {
 }
 
 fn write_definition(path: &Path, text: &str) -> Result<(), String> {
-    let bytes = if path.extension().is_some_and(|e| e == "xml") {
+    // Task Scheduler's XML and Windows Script Host's VBScript: UTF-16.
+    let bytes = if path.extension().is_some_and(|e| e == "xml" || e == "vbs") {
         schtasks::utf16(text)
     } else {
         text.as_bytes().to_vec()

@@ -47,11 +47,14 @@ impl Manager for Schtasks {
     }
 
     fn definition(&self, plan: &Plan) -> Result<String, String> {
+        launcher(plan)?; // refused here, before anything is written
         Ok(task_xml(plan, &self.launcher().to_string_lossy()))
     }
 
     fn extra_files(&self, plan: &Plan) -> Vec<(PathBuf, String)> {
-        vec![(self.launcher(), launcher(plan))]
+        launcher(plan)
+            .map(|text| vec![(self.launcher(), text)])
+            .unwrap_or_default()
     }
 
     async fn available(&self) -> Result<(), String> {
@@ -195,8 +198,20 @@ pub fn task_xml(plan: &Plan, launcher: &str) -> String {
 }
 
 /// The hidden launcher: runs the node's command line without a window and
-/// exits with its exit code, so the task's restart-on-failure sees it.
-pub fn launcher(plan: &Plan) -> String {
+/// exits with its exit code. `WshShell.Run` expands `%VAR%` in the line
+/// it is given and a VBScript string cannot hold a line break: words with
+/// either are refused.
+pub fn launcher(plan: &Plan) -> Result<String, String> {
+    let words = std::iter::once(plan.program.to_string_lossy().into_owned())
+        .chain(plan.args.iter().cloned())
+        .chain(plan.env.iter().map(|(k, v)| format!("{k}={v}")));
+    for word in words {
+        if word.contains('%') || word.chars().any(char::is_control) {
+            return Err(format!(
+                "{word:?} holds a % or a control character, which the Windows launcher cannot pass on unchanged"
+            ));
+        }
+    }
     let mut line = windows_quote(&plan.program.to_string_lossy());
     for arg in &plan.args {
         line.push(' ');
@@ -205,18 +220,17 @@ pub fn launcher(plan: &Plan) -> String {
     let mut env = String::new();
     for (key, value) in &plan.env {
         env.push_str(&format!(
-            "shell.Environment(\"PROCESS\")(\"{}\") = \"{}\"\n",
+            "shell.Environment(\"PROCESS\")(\"{}\") = \"{}\"\r\n",
             key.replace('"', "\"\""),
             value.replace('"', "\"\"")
         ));
     }
-    format!(
+    Ok(format!(
         "' Written by `clawbot_router node install`: starts the node without a console window.\r\n\
          Set shell = CreateObject(\"WScript.Shell\")\r\n\
          {env}WScript.Quit shell.Run(\"{}\", 0, True)\r\n",
         line.replace('"', "\"\""),
-        env = env.replace('\n', "\r\n"),
-    )
+    ))
 }
 
 /// One argument as `CommandLineToArgvW` and the C runtime read it back.
@@ -291,7 +305,12 @@ mod tests {
         }
         let system = task_xml(&super::super::systemd::tests::plan(true), "x.vbs");
         assert!(system.contains("<BootTrigger>") && system.contains("<LogonType>S4U</LogonType>"));
-        let vbs = launcher(&plan);
+        // `%` cannot reach the node through WshShell.Run (it expands
+        // %VAR%): refused, below; the rest of the plan without it.
+        assert!(launcher(&plan).unwrap_err().contains("holds a %"));
+        plan.args[2] = "wss://gw.example:18789/ab".into();
+        plan.env.retain(|(_, v)| !v.contains('%'));
+        let vbs = launcher(&plan).unwrap();
         assert!(!vbs.contains("s3cret"));
         // VBScript doubles quotes inside its string literal.
         assert!(vbs.contains("WScript.Quit shell.Run(\"\"\"C:\\Program Files\\clawbot\\clawbot_router.exe\"\" node --gateway"), "{vbs}");
@@ -301,6 +320,8 @@ mod tests {
         );
         assert!(vbs.contains("shell.Environment(\"PROCESS\")(\"PATH\") = \"/usr/bin:/bin\""));
         assert_eq!(&utf16("A")[..], &[0xff, 0xfe, b'A', 0]);
+        plan.args.push("%USERNAME%".into());
+        assert!(launcher(&plan).unwrap_err().contains("holds a %"));
     }
 
     #[test]

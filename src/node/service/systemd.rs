@@ -173,7 +173,7 @@ pub fn unit(plan: &Plan) -> Result<String, String> {
     for (key, value) in &plan.env {
         env.push_str(&format!(
             "Environment={}\n",
-            quote(&format!("{key}={value}"))?
+            quote_env(&format!("{key}={value}"))?
         ));
     }
     let user = if plan.system {
@@ -188,8 +188,7 @@ pub fn unit(plan: &Plan) -> Result<String, String> {
          # {marker}\n\
          [Unit]\n\
          Description=clawbot_router node: this machine's tools for the OpenClaw gateway at {gateway}\n\
-         After=network-online.target\n\
-         Wants=network-online.target\n\
+         {network}\
          StartLimitIntervalSec=300\n\
          StartLimitBurst=10\n\
          \n\
@@ -213,6 +212,13 @@ pub fn unit(plan: &Plan) -> Result<String, String> {
         marker = marker(&plan.state_dir),
         gateway = specifiers(&plan.gateway),
         exec = exec.join(" "),
+        // A user manager has no network-online.target: only the system
+        // one can order the start after the network.
+        network = if plan.system {
+            "After=network-online.target\nWants=network-online.target\n"
+        } else {
+            ""
+        },
         wanted = if plan.system {
             "multi-user.target"
         } else {
@@ -236,15 +242,29 @@ fn plain(text: &str) -> Result<String, String> {
     Ok(specifiers(text))
 }
 
-/// One word of `ExecStart=` or `Environment=`: double-quoted unless plain,
-/// with `\` and `"` escaped, `%` and `$` doubled (systemd expands both).
+/// One word of `ExecStart=`: double-quoted unless plain, with `\` and
+/// `"` escaped, `%` and `$` doubled (systemd expands both there).
 fn quote(word: &str) -> Result<String, String> {
+    quote_with(word, true)
+}
+
+/// One `Environment=` assignment: as `quote`, but `$` stays (systemd
+/// expands no variables in `Environment=`).
+fn quote_env(word: &str) -> Result<String, String> {
+    quote_with(word, false)
+}
+
+fn quote_with(word: &str, dollars: bool) -> Result<String, String> {
     if word.chars().any(char::is_control) {
         return Err(format!(
             "{word:?} has a control character; a unit file cannot hold it"
         ));
     }
-    let escaped = specifiers(word).replace('$', "$$");
+    let escaped = if dollars {
+        specifiers(word).replace('$', "$$")
+    } else {
+        specifiers(word)
+    };
     let simple = !word.is_empty()
         && word
             .chars()
@@ -277,10 +297,14 @@ pub mod tests {
             state_dir: PathBuf::from("/home/alice/.local/state/clawbot_router"),
             workspace: PathBuf::from("/home/alice/work space"),
             gateway: "wss://gw.example:18789/a%20b".into(),
-            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("CLAWBOT_ROUTER_LANG".into(), "cost $5 100%".into()),
+            ],
             secrets: vec![("OPENCLAW_GATEWAY_TOKEN".into(), "s3cret".into())],
             system,
             user: "alice".into(),
+            owner: None,
         }
     }
 
@@ -293,10 +317,16 @@ pub mod tests {
         ), "{text}");
         assert!(text.contains("WorkingDirectory=/home/alice/work space\n"));
         assert!(text.contains("Environment=PATH=/usr/bin:/bin\n"));
+        assert!(
+            text.contains("Environment=\"CLAWBOT_ROUTER_LANG=cost $5 100%%\"\n"),
+            "no variables are expanded in Environment=: {text}"
+        );
+        assert!(!text.contains("network-online"), "a user manager has none");
         assert!(text.contains("WantedBy=default.target"));
         assert!(!text.contains("User="));
         let system = unit(&plan(true)).unwrap();
         assert!(system.contains("User=alice\n") && system.contains("WantedBy=multi-user.target"));
+        assert!(system.contains("After=network-online.target\n"));
     }
 
     #[test]
