@@ -200,6 +200,47 @@ fn bad_settings_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn a_system_service_runs_as_the_account_that_ran_sudo_never_as_root() {
+    let m = FakeSystemd::new();
+    let root = unsafe { libc::geteuid() } == 0;
+    let plain = m.node(
+        &[
+            "install",
+            "--system",
+            "--gateway",
+            "ws://127.0.0.1:18789",
+            "--print",
+        ],
+        &[("SUDO_USER", "")],
+    );
+    assert_eq!(plain.status.code(), Some(2), "{}", text(&plain));
+    let expected = if root {
+        "would run agents' commands as root"
+    } else {
+        "run it with sudo"
+    };
+    assert!(text(&plain).contains(expected), "{}", text(&plain));
+    if !root {
+        return;
+    }
+    // As sudo leaves it: root, with the caller's name in SUDO_USER.
+    let unit = m.node(
+        &[
+            "install",
+            "--system",
+            "--gateway",
+            "ws://127.0.0.1:18789",
+            "--print",
+        ],
+        &[("SUDO_USER", "nobody")],
+    );
+    assert_eq!(unit.status.code(), Some(0), "{}", text(&unit));
+    let unit = String::from_utf8(unit.stdout).unwrap();
+    assert!(unit.contains("User=nobody\n"), "{unit}");
+    assert!(unit.contains("WantedBy=multi-user.target"), "{unit}");
+}
+
+#[test]
 fn the_unit_passes_systemd_analyze_verify() {
     let m = FakeSystemd::new();
     let out = m.node(
