@@ -8,7 +8,14 @@ the reply to a user message M is `ECHO: M`. Directives inside M change that:
   [[fail:STATUS]]     answer with HTTP STATUS
   [[exec:COMMAND]]    call the `exec` tool with {"command": COMMAND, "host": "node"};
                       once a tool result is in the conversation, answer
-                      `TOOL RESULT: <result>`
+                      `RESULT: <result>` (not `TOOL RESULT:`: OpenClaw
+                      strips a line that starts like a tool trace)
+  [[tool:NAME ARGS]]  the same with the tool named NAME, ARGS a JSON object
+                      (nested braces and all); when the request does not offer
+                      NAME but offers `tool_call` (OpenClaw's Tool Search, its
+                      default: plugin and node tools are deferred), it calls
+                      tool_call {"id": NAME, "args": ARGS}; neither: the reply
+                      says which tools there were
 Background prompts of the gateway (asking to reply NO_REPLY) get NO_REPLY.
 GET /v1/models lists the model. Every request body is appended to the log
 file (one JSON line each) so tests can check what reached the model.
@@ -65,6 +72,26 @@ def tool_results(messages):
         if m.get("role") == "user" and not text_of(m.get("content")).startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):
             last_user = i
     return [text_of(m.get("content")) for m in messages[last_user:] if m.get("role") == "tool"]
+
+
+def parse_tool_directive(text):
+    """[[tool:NAME {json}]] -> (NAME, dict), the JSON object parsed whole
+    (nested braces included); None when there is no such directive."""
+    m = re.search(r"\[\[tool:([A-Za-z0-9_.:-]+)", text)
+    if not m:
+        return None
+    rest = text[m.end():]
+    stripped = rest.lstrip()
+    args = {}
+    if stripped.startswith("{"):
+        try:
+            args, used = json.JSONDecoder().raw_decode(stripped)
+        except ValueError:
+            return None
+        stripped = stripped[used:].lstrip()
+    if not stripped.startswith("]]") or not isinstance(args, dict):
+        return None
+    return m.group(1), args
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -125,11 +152,26 @@ class Handler(BaseHTTPRequestHandler):
         tool_call = None
         results = tool_results(messages)
         m = re.search(r"\[\[exec:(.*?)\]\]", active, re.S)
+        named = parse_tool_directive(active)
+        offered = [t.get("function", {}).get("name", "") for t in body.get("tools", [])]
         if m and not results:
             tool_call = {"name": "exec", "arguments": json.dumps({"command": m.group(1), "host": "node"})}
             reply = ""
+        elif named and not results:
+            want, args = named
+            name = want if want in offered else None
+            if name:
+                tool_call = {"name": name, "arguments": json.dumps(args)}
+                reply = ""
+            elif "tool_call" in offered:
+                # Tool Search (OpenClaw's default): plugin and node tools are
+                # deferred and called through tool_call {id, args}.
+                tool_call = {"name": "tool_call", "arguments": json.dumps({"id": want, "args": args})}
+                reply = ""
+            else:
+                reply = f"NO TOOL {want} among: " + ", ".join(offered)
         elif results:
-            reply = "TOOL RESULT: " + results[-1]
+            reply = "RESULT: " + results[-1]
         elif "NO_REPLY" in everything and not said:
             reply = "NO_REPLY"
         else:

@@ -20,6 +20,7 @@ mod lock;
 mod log;
 mod name;
 mod pins;
+mod plugin_tools;
 mod progress;
 mod result;
 pub mod service;
@@ -562,6 +563,33 @@ impl Node {
         }
     }
 
+    /// The tools published as agent tools (none under `--commands`, as
+    /// OpenClaw's node host publishes none then).
+    fn published(&self) -> Vec<Value> {
+        if self.options.commands.is_some() {
+            return Vec::new();
+        }
+        plugin_tools::descriptors(self.tools.declared())
+    }
+
+    /// What `connect` declares: the tools' commands, and the published
+    /// tools' one door.
+    fn commands(&self) -> Vec<String> {
+        let mut commands = self.tools.declared().to_vec();
+        if !self.published().is_empty() {
+            commands.push(plugin_tools::COMMAND.to_owned());
+        }
+        commands
+    }
+
+    fn caps(&self) -> Vec<String> {
+        let mut caps = caps(self.tools.declared());
+        if !self.published().is_empty() {
+            caps.push("mcp".to_owned());
+        }
+        caps
+    }
+
     fn connect_params(
         &self,
         challenge: &crate::gateway::frames::Challenge,
@@ -593,8 +621,8 @@ impl Node {
             min_protocol: MIN_PROTOCOL,
             max_protocol: MAX_PROTOCOL,
             client,
-            caps: caps(self.tools.declared()),
-            commands: self.tools.declared().to_vec(),
+            caps: self.caps(),
+            commands: self.commands(),
             permissions: Some(Default::default()),
             path_env: std::env::var("PATH").ok(),
             auth: if bootstrap {
@@ -636,6 +664,8 @@ impl Node {
         // Requests of ours the gateway refused, by method: told once.
         let mut refused: HashSet<String> = HashSet::new();
         surface.ask(&outbox);
+        let mut publisher = plugin_tools::Publisher::new(self.published());
+        publisher.publish(&outbox);
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
         // Host stats: once the commands are approved (before that the
@@ -693,6 +723,7 @@ impl Node {
                             let method = outbox.answered(&res.id);
                             if let (Some(method), Some(error)) = (method, res.error.as_ref().filter(|_| !res.ok))
                                 && method != "node.runnerInventory.update"
+                                && method != "node.pluginTools.update"
                                 && refused.insert(method.clone())
                             {
                                 say(&format!(
@@ -701,6 +732,7 @@ impl Node {
                                 ));
                             }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
+                            publisher.answered(&res.id, res.ok, res.payload.as_ref(), res.error.as_ref());
                             if surface.confirmed {
                                 beacon.approved();
                             }
@@ -720,6 +752,9 @@ impl Node {
                     }
                 }
                 _ = surface_timer.tick(), if surface.pending() => surface.ask(&outbox),
+                _ = tokio::time::sleep_until(publisher.retry_at().unwrap_or_else(Instant::now)), if publisher.retry_at().is_some() => {
+                    publisher.publish(&outbox);
+                }
                 _ = stats_timer.tick(), if stats && surface.approved => {
                     if let Some(event) = events::host_stats() {
                         outbox.request("node.event", event);
@@ -804,17 +839,21 @@ impl Node {
             } else {
                 (None, None)
             };
-            let (outcome, decision) = tools
-                .invoke(Invocation {
-                    id: &request.id,
-                    command: &request.command,
-                    params_json: request.params_json.as_deref(),
-                    timeout: work_time(request.timeout_ms),
-                    max_bytes: content_budget(max_payload),
-                    cancel,
-                    tap,
-                })
-                .await;
+            let invocation = Invocation {
+                id: &request.id,
+                command: &request.command,
+                params_json: request.params_json.as_deref(),
+                timeout: work_time(request.timeout_ms),
+                max_bytes: content_budget(max_payload),
+                cancel,
+                tap,
+            };
+            // An agent's call of a published tool: the same dispatch.
+            let (outcome, decision) = if request.command == plugin_tools::COMMAND {
+                plugin_tools::call(&tools, invocation).await
+            } else {
+                tools.invoke(invocation).await
+            };
             let streamed = match streaming {
                 // Bounded: the tap is gone with the invocation, so the
                 // stream only has its queue to flush.

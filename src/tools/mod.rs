@@ -10,6 +10,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod catalog;
 mod error;
 pub mod exec;
 pub mod fs;

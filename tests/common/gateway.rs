@@ -137,6 +137,8 @@ struct State {
     accepted: usize,
     bootstrap_tokens: HashSet<String>,
     bootstrap_used: usize,
+    /// `node.pluginTools.update` answers still to refuse as transient.
+    publish_failures: usize,
 }
 
 struct Run {
@@ -321,6 +323,21 @@ impl FakeGateway {
     /// Forgets every issued device token (as after `openclaw devices revoke`).
     pub fn revoke_device_tokens(&self) {
         self.state.lock().unwrap().device_tokens.clear();
+    }
+
+    /// The next `n` tool publications are answered as a gateway that just
+    /// saw the node reconnect does (UNAVAILABLE, PAIRING_CHANGED).
+    pub fn fail_publications(&self, n: usize) {
+        self.state.lock().unwrap().publish_failures = n;
+    }
+
+    /// The `node.pluginTools.update` params the node sent, in order.
+    pub fn publications(&self) -> Vec<Value> {
+        self.node_requests()
+            .into_iter()
+            .filter(|r| r["method"] == "node.pluginTools.update")
+            .map(|r| r["params"].clone())
+            .collect()
     }
 
     pub fn node_requests(&self) -> Vec<Value> {
@@ -938,6 +955,46 @@ fn handle_request(
                 json!({"type": "res", "id": id, "ok": true, "payload": {"ok": true, "ignored": over}})
             }
         }
+        // As the real gateway (`nodes.read` handler, the closed schema in
+        // `nodes-*.mjs`, `node-plugin-tool-snapshot`): schema errors are
+        // refused; a descriptor whose command the node's surface lacks is
+        // dropped; the answer is the effective list (empty while the
+        // surface awaits approval).
+        "node.pluginTools.update" if s.publish_failures > 0 => {
+            s.publish_failures -= 1;
+            json!({"type": "res", "id": id, "ok": false, "error": {"code": "UNAVAILABLE", "message": "node pairing changed before request dispatch", "retryable": true, "details": {"code": "PAIRING_CHANGED"}}})
+        }
+        "node.pluginTools.update" => match plugin_tools_problem(&frame["params"]) {
+            Some(problem) => {
+                json!({"type": "res", "id": id, "ok": false, "error": {"code": "INVALID_REQUEST", "message": format!("invalid node.pluginTools.update params: {problem}")}})
+            }
+            None => {
+                let declared: Vec<Value> = s
+                    .connects
+                    .last()
+                    .and_then(|c| c["commands"].as_array().cloned())
+                    .unwrap_or_default();
+                let effective: Vec<Value> = if s.surface_pending {
+                    Vec::new()
+                } else {
+                    frame["params"]["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|t| declared.contains(&t["command"]))
+                        .filter(|t| {
+                            t["pluginId"] != "node-mcp"
+                                || (t["command"] == "mcp.tools.call.v1"
+                                    && t["mcp"]["server"].is_string()
+                                    && t["mcp"]["tool"].is_string())
+                        })
+                        .take(128)
+                        .cloned()
+                        .collect()
+                };
+                json!({"type": "res", "id": id, "ok": true, "payload": {"nodeId": "node", "tools": effective}})
+            }
+        },
         // As the real gateway: an empty feature list is refused.
         "node.runnerInventory.update"
             if frame["params"]["protocolFeatures"]
@@ -954,6 +1011,58 @@ fn handle_request(
         _ => json!({"type": "res", "id": id, "ok": true, "payload": {"ok": true}}),
     };
     Some(answer.to_string())
+}
+
+/// What the real gateway's closed schema refuses in
+/// `node.pluginTools.update` params, if anything.
+fn plugin_tools_problem(params: &Value) -> Option<String> {
+    let only = |v: &Value, keys: &[&str]| {
+        v.as_object()
+            .is_some_and(|o| o.keys().all(|k| keys.contains(&k.as_str())))
+    };
+    if !only(params, &["tools"]) {
+        return Some("at root: unexpected property".into());
+    }
+    let Some(tools) = params["tools"].as_array() else {
+        return Some("must have required property 'tools'".into());
+    };
+    for (i, t) in tools.iter().enumerate() {
+        if !only(
+            t,
+            &[
+                "pluginId",
+                "name",
+                "description",
+                "parameters",
+                "command",
+                "mcp",
+            ],
+        ) {
+            return Some(format!("at /tools/{i}: unexpected property"));
+        }
+        let name = t["name"].as_str().unwrap_or("");
+        let mut chars = name.chars();
+        let good_name = name.len() <= 64
+            && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !good_name {
+            return Some(format!("at /tools/{i}/name: must match pattern"));
+        }
+        for key in ["pluginId", "description"] {
+            if t[key].as_str().is_none_or(str::is_empty) {
+                return Some(format!(
+                    "at /tools/{i}/{key}: must not have fewer than 1 characters"
+                ));
+            }
+        }
+        if !t["parameters"].is_null() && !t["parameters"].is_object() {
+            return Some(format!("at /tools/{i}/parameters: must be object"));
+        }
+        if !t["mcp"].is_null() && !only(&t["mcp"], &["server", "tool"]) {
+            return Some(format!("at /tools/{i}/mcp: unexpected property"));
+        }
+    }
+    None
 }
 
 fn res(id: &Value, payload: Value) -> Outgoing {
