@@ -10,9 +10,12 @@
    the same number of calls each (target: gateway >= 5x faster); where the
    CLI path's time goes (the turn's own durationMs vs CLI start-up); and the
    same turn over one operator WebSocket from Node.js, for reference.
+7. a published tool (node-mcp): `mcp.tools.call.v1 {server: clawbot, tool:
+   read_file}` vs `node.invoke read_file` of the same file, from one
+   operator WebSocket, rounds interleaved (p50/p90/p99 per round).
 Prints figures; asserts nothing.
 
-Usage: python3 scripts/bench_openclaw.py [--only 4|5] [--runs N]
+Usage: python3 scripts/bench_openclaw.py [--only 4|5|7] [--runs N]
 """
 import argparse
 import json
@@ -166,9 +169,48 @@ def bench_turn(runs):
               f"{w*1e3:.0f} ms ({c/w:.1f}x faster than --via cli)")
 
 
+def bench_published(rounds, per_round=200):
+    tmp = tempfile.mkdtemp()
+    with open(os.path.join(tmp, "bench.txt"), "w") as f:
+        f.write("published tool bench\n" * 20)
+    name = "bench-published"
+    proc = subprocess.Popen([ROUTER, "node", "--display-name", name, "--state-dir", f"{tmp}/state",
+                             "--workspace", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        found = []
+        wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
+        request, node_id = found[-1]
+        openclaw("nodes", "approve", request)
+        time.sleep(3)
+        args = {"path": "bench.txt"}
+        paths = {
+            "node.invoke read_file       ": ("read_file", args),
+            "mcp.tools.call.v1 read_file ": ("mcp.tools.call.v1",
+                                             {"server": "clawbot", "tool": "read_file", "arguments": args}),
+        }
+        results = {label: [] for label in paths}
+        for _ in range(rounds):  # interleaved, so drift hits both alike
+            for label, (command, params) in paths.items():
+                out = subprocess.run(["node", OPERATOR, "invoke", node_id, str(per_round), command,
+                                      json.dumps(params)], capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"{label}: {out.stderr.strip()}")
+                results[label].append(json.loads(out.stdout))
+        for label, runs in results.items():
+            print(f"{label}: " + "; ".join(
+                f"p50 {r['p50']:.2f} p90 {r['p90']:.2f} p99 {r['p99']:.2f} ms" for r in runs))
+        a, b = results.values()
+        ratios = [y["p50"] / x["p50"] for x, y in zip(a, b)]
+        print(f"p50 ratio published / direct per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(10)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", type=int, choices=(4, 5), help="run one item only")
+    ap.add_argument("--only", type=int, choices=(4, 5, 7), help="run one item only")
     ap.add_argument("--runs", type=int, default=10, help="router calls per path in item 5")
     args = ap.parse_args()
     if "OPENCLAW_GATEWAY_URL" not in os.environ:
@@ -186,6 +228,8 @@ def main():
                   f"p99 {theirs['p99']/ours['p99']:.2f}x")
     if args.only in (None, 5):
         bench_turn(args.runs)
+    if args.only in (None, 7):
+        bench_published(3)
 
 
 if __name__ == "__main__":

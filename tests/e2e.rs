@@ -903,6 +903,39 @@ fn e2e_the_installed_service_joins_the_real_gateway_with_its_env_file() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_agent_calls_the_nodes_published_tools_with_no_allowlist_edit() {
+    // The sandbox's gateway.nodes.commands.allow names the seed's tools
+    // for the `nodes invoke` tests; the published tools need none of it:
+    // they travel as mcp.tools.call.v1, in OpenClaw's Linux defaults.
+    let node = RealNode::start("e2e-published", &[]);
+    node.approve_surface();
+    node.wait_log("published 8 tools", Duration::from_secs(30));
+    let agent = |message: &str| {
+        run(real_router().args(["-a", "main", "-m", message, "--timeout", "120"])).content()
+    };
+    // Safe: runs at once; the model reads the file's content.
+    let read = agent(r#"[[tool:clawbot_read_file {"path": "peer.txt"}]]"#);
+    assert!(read.contains("peer-file-content-42"), "{read}");
+    // Risky, on a node without a terminal: the node's approval policy
+    // answers, with how to allow it; nothing is written.
+    let write = agent(r#"[[tool:clawbot_write_file {"path": "made.txt", "content": "x"}]]"#);
+    assert!(write.contains("USER_REJECTED"), "{write}");
+    assert!(!node.ws.join("made.txt").exists());
+    // Forbidden, whatever approvals say.
+    let sudo = agent(r#"[[tool:clawbot_run_command {"command": "sudo true"}]]"#);
+    assert!(sudo.contains("FORBIDDEN"), "{sudo}");
+    let log = node.log();
+    for call in [
+        "read_file (mcp.tools.call.v1) → ok (allowed:safe)",
+        "write_file (mcp.tools.call.v1) → ok (refused:",
+        "run_command (mcp.tools.call.v1) → ok (refused:",
+    ] {
+        assert!(log.contains(call), "{call}: {log}");
+    }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_an_agents_exec_on_the_node_runs_here() {
     let node = RealNode::start("e2e-exec", &["--allow-command", "system.run"]);
     node.approve_surface();

@@ -3,11 +3,13 @@
 // operator, scope operator.write, the shared token, no device identity
 // (accepted on loopback). Node 22+ (global WebSocket).
 //
-//   node operator.mjs invoke NODE N      N× node.invoke system.which → p50/p90/p99 ms (JSON)
+//   node operator.mjs invoke NODE N [COMMAND PARAMS_JSON]
+//                                        N× node.invoke (system.which {bins:[sh]} unless
+//                                        given) → p50/p90/p99 ms (JSON)
 //   node operator.mjs agent MESSAGE      one agent turn → {connectMs, totalMs, text}
 const url = process.env.OPENCLAW_GATEWAY_URL ?? "ws://127.0.0.1:18789";
 const token = process.env.OPENCLAW_GATEWAY_TOKEN;
-const [mode, arg, count] = process.argv.slice(2);
+const [mode, arg, count, command, paramsJson] = process.argv.slice(2);
 const started = performance.now();
 const ws = new WebSocket(url);
 let seq = 0;
@@ -41,8 +43,12 @@ async function run(connectMs) {
     const times = [];
     for (let i = 0; i < Number(count ?? 1000); i++) {
       const t = performance.now();
-      const res = await call("node.invoke", { nodeId: arg, command: "system.which", params: { bins: ["sh"] }, idempotencyKey: crypto.randomUUID(), timeoutMs: 15000 });
-      if (!res.ok) fail(res);
+      const res = await call("node.invoke", {
+        nodeId: arg, command: command ?? "system.which",
+        params: paramsJson ? JSON.parse(paramsJson) : { bins: ["sh"] },
+        idempotencyKey: crypto.randomUUID(), timeoutMs: 15000,
+      });
+      if (!res.ok || res.payload?.payload?.isError) fail(res);
       times.push(performance.now() - t);
     }
     times.sort((a, b) => a - b);

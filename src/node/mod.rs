@@ -884,10 +884,14 @@ impl Node {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => e.code.to_owned(),
             };
+            let what = if request.command == plugin_tools::COMMAND {
+                plugin_tools::label(request.params_json.as_deref())
+            } else {
+                request.command.clone()
+            };
             say(&format!(
-                "invoke {} {} → {verdict} ({decision})",
+                "invoke {} {what} → {verdict} ({decision})",
                 short(&request.id),
-                request.command
             ));
             // Serialising and fitting a result of megabytes is CPU work:
             // off the runtime thread, so signals and other invocations are

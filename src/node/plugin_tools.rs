@@ -189,6 +189,14 @@ pub async fn call(
     (result, decision)
 }
 
+/// How a call shows in the node's log: `read_file (mcp.tools.call.v1)`.
+pub fn label(params_json: Option<&str>) -> String {
+    match decode(params_json) {
+        Ok((tool, _)) => format!("{tool} ({COMMAND})"),
+        Err(_) => COMMAND.to_owned(),
+    }
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
