@@ -225,6 +225,7 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
             .filter(|t| !t.trim().is_empty())
             .or_else(|| from_file(node::service::TOKEN_KEY)),
         log_file: args.log_file,
+        no_agent_tools: args.no_agent_tools,
         display_name: args.display_name,
         state_dir,
         workspace: args.workspace.unwrap_or_else(|| ".".into()),

@@ -190,6 +190,12 @@ pub struct NodeArgs {
     #[arg(long, value_name = "A,B,C", value_delimiter = ',')]
     pub commands: Option<Vec<String>>,
 
+    /// Publish no agent tools (node-mcp): agents then reach the node's
+    /// tools only through `exec` and `openclaw nodes invoke`, under the
+    /// gateway's per-command allow and deny lists.
+    #[arg(long)]
+    pub no_agent_tools: bool,
+
     /// Declare every command this machine offers (the default), as
     /// `openclaw node run --all-commands`.
     #[arg(long, conflicts_with = "commands")]

@@ -1662,17 +1662,6 @@ async fn the_end_of_a_burst_is_not_held_back_while_the_command_is_quiet() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_refused_command_streams_nothing() {
-    let (gw, node) = connected(Config::default(), &["--approval", "deny"]).await;
-    let refused = gw
-        .invoke("system.run", json!({"command": ["sh", "-c", "echo never"]}))
-        .await;
-    assert_eq!(error_code(&refused), "USER_REJECTED", "{refused}");
-    assert!(progress_of(&gw, refused["id"].as_str().unwrap()).is_empty());
-    assert!(!node.stderr().contains("streamed"), "{}", node.stderr());
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn a_command_that_prints_nothing_streams_nothing_and_a_file_tool_never_streams() {
     let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
     let quiet = gw
@@ -1841,19 +1830,20 @@ async fn publication_is_retried_after_a_transient_refusal_and_repeated_after_a_r
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restricted_surface_publishes_nothing() {
-    let (gw, node) = connected(Config::default(), &["--commands", "read_file"]).await;
-    assert!(
-        !gw.connects()[0]["commands"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("mcp.tools.call.v1"))
-    );
-    let listed = gw.invoke("read_file", json!({"path": "."})).await;
-    assert_eq!(
-        listed["ok"], false,
-        "a directory is no file: the node answered"
-    );
-    assert!(gw.publications().is_empty(), "{}", node.stderr());
+    for flags in [&["--commands", "read_file"][..], &["--no-agent-tools"][..]] {
+        let (gw, node) = connected(Config::default(), flags).await;
+        let commands = gw.connects()[0]["commands"].as_array().unwrap().clone();
+        assert!(!commands.contains(&json!("mcp.tools.call.v1")), "{flags:?}");
+        let listed = gw.invoke("read_file", json!({"path": "."})).await;
+        assert_eq!(
+            listed["ok"], false,
+            "a directory is no file: the node answered"
+        );
+        // Not declared, so not served either.
+        let call = mcp_call(&gw, "read_file", json!({"path": "x"})).await;
+        assert_eq!(error_code(&call), "UNKNOWN_COMMAND", "{flags:?}: {call}");
+        assert!(gw.publications().is_empty(), "{}", node.stderr());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1866,12 +1856,7 @@ async fn a_published_tool_call_runs_through_the_one_dispatch_and_policy() {
         result["structuredContent"]["content"], "remember the milk\n",
         "{read}"
     );
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("remember the milk")
-    );
+    assert_eq!(result["content"], json!([]), "the result once, not twice");
     assert!(result.get("isError").is_none());
     // The policy decides as for any call: refused, as a result the agent reads.
     let write = mcp_call(&gw, "write_file", json!({"path": "x.txt", "content": "x"})).await;

@@ -114,6 +114,37 @@ async fn install_status_stop_start_uninstall_round_trip() {
     );
     assert!(m.unit().with_extension("service.bak").exists());
 
+    // A replacement the manager refuses to start leaves the service as it
+    // was: its unit and its token.
+    let unit_before = std::fs::read(m.unit()).unwrap();
+    let env_before = std::fs::read(m.env_file()).unwrap();
+    std::fs::write(m.path("systemd/refuse"), "").unwrap();
+    let refused = m.node(
+        &[
+            "install",
+            "--gateway",
+            &gw.url(),
+            "--state-dir",
+            m.path("state").to_str().unwrap(),
+            "--force",
+        ],
+        &[("OPENCLAW_GATEWAY_TOKEN", "another-token")],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(text(&refused).contains("failed"), "{}", text(&refused));
+    assert_eq!(
+        std::fs::read(m.unit()).unwrap(),
+        unit_before,
+        "the old unit is back"
+    );
+    assert_eq!(
+        std::fs::read(m.env_file()).unwrap(),
+        env_before,
+        "and its token"
+    );
+    std::fs::remove_file(m.path("systemd/refuse")).unwrap();
+    assert_eq!(m.node(&["restart"], &[]).status.code(), Some(0));
+
     let pid = m.service_pid().unwrap();
     let out = m.node(&["uninstall"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

@@ -97,6 +97,8 @@ pub struct Options {
     pub commands: Option<Vec<String>>,
     /// `--log-file`: the log goes there instead of stderr.
     pub log_file: Option<PathBuf>,
+    /// `--no-agent-tools`: publish no tools (node-mcp).
+    pub no_agent_tools: bool,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -566,7 +568,7 @@ impl Node {
     /// The tools published as agent tools (none under `--commands`, as
     /// OpenClaw's node host publishes none then).
     fn published(&self) -> Vec<Value> {
-        if self.options.commands.is_some() {
+        if self.options.commands.is_some() || self.options.no_agent_tools {
             return Vec::new();
         }
         plugin_tools::descriptors(self.tools.declared())
@@ -732,7 +734,8 @@ impl Node {
                                 ));
                             }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
-                            publisher.answered(&res.id, res.ok, res.payload.as_ref(), res.error.as_ref());
+                            let answer = plugin_tools::Answer { ok: res.ok, payload: res.payload.as_ref(), error: res.error.as_ref() };
+                            publisher.answered(&res.id, answer, surface.confirmed);
                             if surface.confirmed {
                                 beacon.approved();
                             }
@@ -819,6 +822,7 @@ impl Node {
         done: mpsc::UnboundedSender<String>,
     ) {
         let tools = Arc::clone(&self.tools);
+        let publishing = self.options.commands.is_none() && !self.options.no_agent_tools;
         let node_id = if request.node_id.is_empty() {
             self.identity.device_id.clone()
         } else {
@@ -848,12 +852,21 @@ impl Node {
                 cancel,
                 tap,
             };
-            // An agent's call of a published tool: the same dispatch.
-            let (outcome, decision) = if request.command == plugin_tools::COMMAND {
-                plugin_tools::call(&tools, invocation).await
-            } else {
-                tools.invoke(invocation).await
-            };
+            // An agent's call of a published tool: the same dispatch
+            // (only where tools are published: the command is declared).
+            let (outcome, decision, what, verdict) =
+                if publishing && request.command == plugin_tools::COMMAND {
+                    let called = plugin_tools::call(&tools, invocation).await;
+                    let verdict = called.verdict();
+                    (called.result, called.decision, called.label, verdict)
+                } else {
+                    let (outcome, decision) = tools.invoke(invocation).await;
+                    let verdict = match &outcome {
+                        Ok(_) => "ok".to_owned(),
+                        Err(e) => e.code.to_owned(),
+                    };
+                    (outcome, decision, request.command.clone(), verdict)
+                };
             let streamed = match streaming {
                 // Bounded: the tap is gone with the invocation, so the
                 // stream only has its queue to flush.
@@ -880,15 +893,6 @@ impl Node {
                     }
                 ));
             }
-            let verdict = match &outcome {
-                Ok(_) => "ok".to_owned(),
-                Err(e) => e.code.to_owned(),
-            };
-            let what = if request.command == plugin_tools::COMMAND {
-                plugin_tools::label(request.params_json.as_deref())
-            } else {
-                request.command.clone()
-            };
             say(&format!(
                 "invoke {} {what} → {verdict} ({decision})",
                 short(&request.id),

@@ -29,6 +29,9 @@ pub const SERVER: &str = "clawbot";
 const PLUGIN_ID: &str = "node-mcp";
 /// The gateway keeps at most this many descriptors per node.
 const MAX_TOOLS: usize = 128;
+/// Transient refusals of a publication retried at most this often per
+/// connection.
+const MAX_RETRIES: u32 = 20;
 
 /// The descriptors of the tools this node offers (those it declares).
 pub fn descriptors(declared: &[String]) -> Vec<Value> {
@@ -72,14 +75,15 @@ fn tool_name(server: &str, tool: &str) -> String {
 }
 
 /// Publishes the descriptors after every connect, and again (with a
-/// backoff) when the gateway answers with a transient error such as
-/// `PAIRING_CHANGED` right after a reconnect; the gateway re-filters the
-/// list itself once the node's commands are approved.
+/// backoff, a bounded number of times) when the gateway puts it off as
+/// passing — `PAIRING_CHANGED` right after a reconnect; the gateway
+/// re-filters the list itself once the node's commands are approved.
 pub struct Publisher {
     tools: Vec<Value>,
     request_id: Option<String>,
     retry_at: Option<Instant>,
     delay: Duration,
+    retries: u32,
     done: bool,
 }
 
@@ -91,6 +95,7 @@ impl Publisher {
             request_id: None,
             retry_at: None,
             delay: Duration::from_millis(250),
+            retries: 0,
         }
     }
 
@@ -107,76 +112,117 @@ impl Publisher {
         self.retry_at
     }
 
-    /// Takes the answer to a publish; anything else is not ours.
-    pub fn answered(
-        &mut self,
-        id: &str,
-        ok: bool,
-        payload: Option<&Value>,
-        error: Option<&ErrorShape>,
-    ) {
+    /// Takes the answer to a publish (anything else is not ours).
+    /// `approved`: the gateway has approved this node's commands.
+    pub fn answered(&mut self, id: &str, answer: Answer<'_>, approved: bool) {
         if self.request_id.as_deref() != Some(id) {
             return;
         }
         self.request_id = None;
-        match error.filter(|_| !ok) {
-            None => {
-                self.done = true;
-                let listed = payload
-                    .and_then(|p| p["tools"].as_array())
-                    .map_or(0, Vec::len);
-                say(&if listed == self.tools.len() {
-                    format!("published {listed} tools to the gateway's agents (node-mcp)")
-                } else {
-                    format!(
-                        "published {} tools (node-mcp); the gateway offers {listed} of them now (all, once this node's commands are approved)",
-                        self.tools.len()
-                    )
-                });
-            }
-            Some(e) if e.code == "INVALID_REQUEST" => {
-                // The same list would be refused again.
-                self.done = true;
+        let Some(e) = answer.error.filter(|_| !answer.ok) else {
+            self.done = true;
+            let sent = self.tools.len();
+            let listed = answer
+                .payload
+                .and_then(|p| p["tools"].as_array())
+                .map_or(0, Vec::len);
+            say(&if listed == sent {
+                format!("published {listed} tools to the gateway's agents (node-mcp)")
+            } else if !approved {
+                format!(
+                    "published {sent} tools (node-mcp); the gateway offers them once this node's commands are approved"
+                )
+            } else {
+                format!(
+                    "published {sent} tools (node-mcp); the gateway offers {listed} of them (its gateway.nodes.commands.deny and gateway.nodes.pluginTools.enabled decide)"
+                )
+            });
+            return;
+        };
+        // Only what the gateway calls passing is worth asking again, and
+        // not forever.
+        let passing = e.retryable == Some(true) || e.code == "UNAVAILABLE";
+        if passing && self.retries < MAX_RETRIES {
+            if self.retries == 0 {
                 say(&format!(
-                    "the gateway refused this node's tool descriptors: {}",
-                    e.message
+                    "the gateway put off this node's tool publication ({}: {}); retrying",
+                    e.code, e.message
                 ));
             }
-            Some(_) => {
-                self.retry_at = Some(Instant::now() + self.delay);
-                self.delay = (self.delay * 2).min(Duration::from_secs(5));
-            }
+            self.retries += 1;
+            self.retry_at = Some(Instant::now() + self.delay);
+            self.delay = (self.delay * 2).min(Duration::from_secs(5));
+            return;
+        }
+        self.done = true;
+        say(&format!(
+            "the gateway refused this node's tool descriptors: {}: {}",
+            e.code, e.message
+        ));
+    }
+}
+
+/// A response frame's parts, as `Publisher::answered` reads them.
+pub struct Answer<'a> {
+    pub ok: bool,
+    pub payload: Option<&'a Value>,
+    pub error: Option<&'a ErrorShape>,
+}
+
+/// What a published tool's call came to.
+pub struct Called {
+    /// `read_file (mcp.tools.call.v1)`, for the log.
+    pub label: String,
+    pub result: Result<Value, ToolError>,
+    pub decision: String,
+}
+
+impl Called {
+    fn refused(label: String, error: ToolError) -> Self {
+        Self {
+            label,
+            result: Err(error),
+            decision: "none".into(),
+        }
+    }
+
+    /// The outcome as the log says it: `ok`, or the failure's code.
+    pub fn verdict(&self) -> String {
+        match &self.result {
+            Ok(v) if v["isError"] == true => v["structuredContent"]["error"]["code"]
+                .as_str()
+                .unwrap_or("error")
+                .to_owned(),
+            Ok(_) => "ok".into(),
+            Err(e) => e.code.to_owned(),
         }
     }
 }
 
 /// `mcp.tools.call.v1 {server, tool, arguments}`: the named tool through
-/// the one dispatch; its answer as an MCP `CallToolResult`.
-pub async fn call(
-    tools: &Arc<Tools>,
-    mut inv: Invocation<'_>,
-) -> (Result<Value, ToolError>, String) {
+/// the one dispatch, its answer as an MCP `CallToolResult`.
+pub async fn call(tools: &Arc<Tools>, mut inv: Invocation<'_>) -> Called {
     let (tool, arguments) = match decode(inv.params_json) {
         Ok(decoded) => decoded,
-        Err(e) => return (Err(e), "none".into()),
+        Err(e) => return Called::refused(COMMAND.to_owned(), e),
     };
+    let label = format!("{tool} ({COMMAND})");
     if !tools.declared().iter().any(|d| d == &tool) || catalog::entry(&tool).is_none() {
         let error = ToolError::new(
             "MCP_TOOL_UNAVAILABLE",
             format!("MCP tool {tool:?} is unavailable on server \"{SERVER}\""),
         );
-        return (Err(error), "none".into());
+        return Called::refused(label, error);
     }
     let arguments = arguments.to_string();
     inv.command = &tool;
     inv.params_json = Some(&arguments);
     let (outcome, decision) = tools.invoke(inv).await;
     let result = match outcome {
-        Ok(value) => Ok(json!({
-            "content": [{"type": "text", "text": pretty(&value)}],
-            "structuredContent": value,
-        })),
-        // A cancelled call has no answer to give.
+        // The result once, as structured content (OpenClaw's agent shows
+        // it as JSON text itself), never twice.
+        Ok(value) => Ok(json!({"content": [], "structuredContent": value})),
+        // Cancelled: answered CANCELLED, as every command here is.
         Err(e) if e.code == "CANCELLED" => Err(e),
         // The tool ran (or was refused) and failed: a result the agent
         // reads, with the node's code and what to do.
@@ -186,39 +232,39 @@ pub async fn call(
             "isError": true,
         })),
     };
-    (result, decision)
-}
-
-/// How a call shows in the node's log: `read_file (mcp.tools.call.v1)`.
-pub fn label(params_json: Option<&str>) -> String {
-    match decode(params_json) {
-        Ok((tool, _)) => format!("{tool} ({COMMAND})"),
-        Err(_) => COMMAND.to_owned(),
+    Called {
+        label,
+        result,
+        decision,
     }
 }
 
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
-}
-
 /// The call's `{server, tool, arguments}`, checked as OpenClaw's node
-/// host checks them.
+/// host checks them; parsed once, the arguments taken, not copied.
 fn decode(params_json: Option<&str>) -> Result<(String, Value), ToolError> {
     let invalid = |m: &str| ToolError::new("INVALID_REQUEST", m.to_owned());
     let text = params_json.ok_or_else(|| invalid("paramsJSON required"))?;
-    let params: Value =
+    let mut params: Value =
         serde_json::from_str(text).map_err(|_| invalid("paramsJSON malformed JSON"))?;
     if !params.is_object() {
         return Err(invalid("MCP tool params must be an object"));
     }
-    let server = params["server"].as_str().map(str::trim).unwrap_or("");
-    let tool = params["tool"].as_str().map(str::trim).unwrap_or("");
+    let server = params["server"]
+        .as_str()
+        .map(str::trim)
+        .unwrap_or("")
+        .to_owned();
+    let tool = params["tool"]
+        .as_str()
+        .map(str::trim)
+        .unwrap_or("")
+        .to_owned();
     if server.is_empty() || tool.is_empty() {
         return Err(invalid("server and tool required"));
     }
-    let arguments = match &params["arguments"] {
+    let arguments = match params["arguments"].take() {
         Value::Null => json!({}),
-        Value::Object(_) => params["arguments"].clone(),
+        arguments @ Value::Object(_) => arguments,
         _ => return Err(invalid("arguments must be an object")),
     };
     if server != SERVER {
@@ -227,7 +273,7 @@ fn decode(params_json: Option<&str>) -> Result<(String, Value), ToolError> {
             format!("MCP server {server:?} is unavailable"),
         ));
     }
-    Ok((tool.to_owned(), arguments))
+    Ok((tool, arguments))
 }
 
 #[cfg(test)]

@@ -117,14 +117,17 @@ pub fn alive(pid: u32) -> bool {
             fn OpenProcess(access: u32, inherit: i32, pid: u32) -> *mut c_void;
             fn GetExitCodeProcess(process: *mut c_void, code: *mut u32) -> i32;
             fn CloseHandle(handle: *mut c_void) -> i32;
+            fn GetLastError() -> u32;
         }
+        const ERROR_ACCESS_DENIED: u32 = 5;
         const PROCESS_QUERY_LIMITED_INFORMATION: u32 = 0x1000;
         const STILL_ACTIVE: u32 = 259;
         // SAFETY: plain Win32 calls on a handle this block opens and closes.
         unsafe {
             let process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
             if process.is_null() {
-                return false;
+                // Access denied: it exists (as unix's EPERM).
+                return GetLastError() == ERROR_ACCESS_DENIED;
             }
             let mut code = 0u32;
             let ok = GetExitCodeProcess(process, &mut code);

@@ -384,15 +384,28 @@ pub fn prepare(
     }))
 }
 
-/// The script of `SHELL -c|-lc SCRIPT` (a shell wrapper), as OpenClaw
-/// shows it for a preview.
+/// The script of a shell wrapper, as OpenClaw shows it for a preview:
+/// `sh|bash|dash|zsh|ksh [-opts] -c|-lc SCRIPT` (what its exec tool sends
+/// a Unix node), `cmd.exe [/d /s …] /c SCRIPT` (a Windows node) and
+/// `powershell|pwsh [-opts] -Command SCRIPT`.
 fn shell_payload(argv: &[String]) -> Option<&str> {
-    let [shell, flag, script] = argv else {
-        return None;
+    let (script, head) = argv.split_last()?;
+    let (flag, head) = head.split_last()?;
+    let (program, options) = head.split_first()?;
+    let name = program.rsplit(['/', '\\']).next()?.to_ascii_lowercase();
+    let name = name.strip_suffix(".exe").unwrap_or(&name);
+    let flag = flag.to_ascii_lowercase();
+    let wrapper = match name {
+        "sh" | "bash" | "dash" | "zsh" | "ksh" => {
+            matches!(flag.as_str(), "-c" | "-lc") && options.iter().all(|o| o.starts_with('-'))
+        }
+        "cmd" => flag == "/c" && options.iter().all(|o| o.starts_with('/')),
+        "powershell" | "pwsh" => {
+            matches!(flag.as_str(), "-command" | "-c") && options.iter().all(|o| o.starts_with('-'))
+        }
+        _ => false,
     };
-    let name = Path::new(shell).file_name()?.to_str()?;
-    let shell = matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh");
-    (shell && matches!(flag.as_str(), "-c" | "-lc")).then_some(script.as_str())
+    wrapper.then_some(script.as_str())
 }
 
 /// OpenClaw's own rendering of an argv (`formatExecCommand`): the gateway
@@ -579,6 +592,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(plain["plan"]["commandPreview"], Value::Null);
+        // A Windows node's wrapper, as OpenClaw's exec tool sends it.
+        let windows = prepare(
+            json!({"command": ["cmd.exe", "/d", "/s", "/c", "dir /b"], "rawCommand": "dir /b"}),
+            Path::new("/work"),
+            super::super::policy::Stance::Open,
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(windows["plan"]["commandPreview"], "dir /b");
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ps = [
+            "C:\\Program Files\\PowerShell\\7\\pwsh.exe",
+            "-NoProfile",
+            "-Command",
+            "Get-Date",
+        ];
+        assert_eq!(shell_payload(&argv(&ps)), Some("Get-Date"));
+        assert_eq!(
+            shell_payload(&argv(&["sh", "-e", "-c", "true"])),
+            Some("true")
+        );
+        assert_eq!(shell_payload(&argv(&["python3", "-c", "print(1)"])), None);
         assert_eq!(
             plan["execPolicy"],
             json!({"security": "full", "ask": "off"})

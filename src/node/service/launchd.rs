@@ -34,14 +34,18 @@ impl Launchd {
         format!("{}/{LABEL}", self.domain())
     }
 
-    /// Loads the job unless it is loaded. Right after a `bootout` launchd
-    /// may still be tearing the old one down ("Bootstrap failed: 5"): a
-    /// few tries, half a second apart.
-    async fn bootstrap(&self) -> Result<(), String> {
-        if matches!(
+    async fn loaded(&self) -> bool {
+        matches!(
             tool("launchctl", &["print", &self.target()]).await,
             Ok((0, _))
-        ) {
+        )
+    }
+
+    /// Loads the job (unless it is loaded and not `anew`). Right after a `bootout` launchd
+    /// may still be tearing the old one down ("Bootstrap failed: 5"): a
+    /// few tries, half a second apart.
+    async fn bootstrap(&self, anew: bool) -> Result<(), String> {
+        if !anew && self.loaded().await {
             return Ok(());
         }
         let path = self.path().to_string_lossy().into_owned();
@@ -97,9 +101,10 @@ impl Manager for Launchd {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        // A job loaded from an older file is replaced.
+        // A job loaded from an older file is replaced: loaded anew even if
+        // `print` still shows the old one being torn down.
         let _ = tool("launchctl", &["bootout", &self.target()]).await;
-        self.bootstrap().await?;
+        self.bootstrap(true).await?;
         must("launchctl", &["kickstart", &self.target()])
             .await
             .map(drop)
@@ -114,7 +119,7 @@ impl Manager for Launchd {
     }
 
     async fn start(&self) -> Result<(), String> {
-        self.bootstrap().await?;
+        self.bootstrap(false).await?;
         must("launchctl", &["kickstart", &self.target()])
             .await
             .map(drop)
@@ -126,12 +131,16 @@ impl Manager for Launchd {
         self.deactivate().await
     }
 
-    /// After `stop` the job is unloaded: load it first.
+    /// After `stop` the job is unloaded: loading it starts it (RunAtLoad);
+    /// a loaded one is killed and started again.
     async fn restart(&self) -> Result<(), String> {
-        self.bootstrap().await?;
-        must("launchctl", &["kickstart", "-k", &self.target()])
-            .await
-            .map(drop)
+        if self.loaded().await {
+            must("launchctl", &["kickstart", "-k", &self.target()])
+                .await
+                .map(drop)
+        } else {
+            self.bootstrap(true).await
+        }
     }
 
     async fn runtime(&self) -> Runtime {

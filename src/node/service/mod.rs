@@ -198,7 +198,7 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     // A system service runs as the account that ran sudo: its state
     // directory by default, not root's.
     let state_dir = match &account {
-        Some(a) if o.state_dir == crate::node::default_state_dir() => {
+        Some(a) if cfg!(unix) && o.state_dir == crate::node::default_state_dir() => {
             a.home.join(".local/state/clawbot_router")
         }
         _ => o.state_dir.clone(),
@@ -237,6 +237,9 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     }
     if let Some(commands) = &o.commands {
         args.extend([word("--commands"), commands.join(",")]);
+    }
+    if o.no_agent_tools {
+        args.push(word("--no-agent-tools"));
     }
     let mut secrets = Vec::new();
     if let Some(token) = &o.token {
@@ -531,9 +534,15 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         Ok(d) => d,
         Err(e) => return Report::failed(action, e, vec![]),
     };
+    let extras = m.extra_files(&plan);
     let previous = std::fs::read(&path).ok();
     if previous.is_some() && !force {
-        let same = read_text(&path).is_some_and(|old| old == definition);
+        // The extra files hold part of the settings (Windows: the whole
+        // command line): all must be the same.
+        let same = read_text(&path).is_some_and(|old| old == definition)
+            && extras
+                .iter()
+                .all(|(extra, text)| read_text(extra).is_some_and(|old| &old == text));
         if !same {
             return Report::failed(
                 action,
@@ -545,15 +554,23 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
             );
         }
     }
-    // The definition first (where a missing permission shows), the
-    // secrets next, and both taken back if the manager refuses.
+    // The definition first (where a missing permission shows), then the
+    // extra files and the secrets; if anything fails, every file is put
+    // back exactly as it was and the manager is told so.
     if let Some(old) = &previous {
         let _ = std::fs::write(path.with_extension(bak_extension(&path)), old);
     }
+    let env_path = plan.state_dir.join(ENV_FILE);
+    let touched: Vec<PathBuf> = std::iter::once(path.clone())
+        .chain(extras.iter().map(|(p, _)| p.clone()))
+        .chain(std::iter::once(env_path))
+        .collect();
+    let before = Snapshot::take(&touched);
     let written = write_definition(&path, &definition).and_then(|()| {
-        for (extra, text) in m.extra_files(&plan) {
-            write_definition(&extra, &text)?;
+        for (extra, text) in &extras {
+            write_definition(extra, text)?;
         }
+        state_dir_for(&plan)?;
         write_env_file(&plan.state_dir, &plan.secrets)?;
         own(&plan)
     });
@@ -562,15 +579,12 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         Err(e) => Err(e),
     };
     if let Err(e) = activated {
-        match &previous {
-            Some(old) => {
-                let _ = std::fs::write(&path, old);
-            }
-            None => {
-                let _ = std::fs::remove_file(&path);
-                let _ = std::fs::remove_file(plan.state_dir.join(ENV_FILE));
-            }
-        }
+        before.restore();
+        let _ = if previous.is_some() {
+            m.activate().await // the old service, as it was
+        } else {
+            m.deactivate().await
+        };
         return Report::failed(action, e, vec![m.log_hint()]);
     }
     let warnings = m.warnings().await;
@@ -592,6 +606,58 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         report.text.push_str(&format!("\nwarning: {w}"));
     }
     report
+}
+
+/// Files as they were before an install: their bytes, or their absence.
+struct Snapshot(Vec<(PathBuf, Option<Vec<u8>>)>);
+
+impl Snapshot {
+    fn take(paths: &[PathBuf]) -> Self {
+        Self(
+            paths
+                .iter()
+                .map(|p| (p.clone(), std::fs::read(p).ok()))
+                .collect(),
+        )
+    }
+
+    fn restore(&self) {
+        for (path, bytes) in &self.0 {
+            let _ = match bytes {
+                Some(bytes) => crate::gateway::identity::write_private(path, bytes),
+                None => std::fs::remove_file(path).or(Ok(())),
+            };
+        }
+    }
+}
+
+/// A system service's state directory, made as the account it runs as:
+/// every component install creates (it runs as root) is given to it, so
+/// the account can reach its own directory (`~/.local` included).
+fn state_dir_for(plan: &Plan) -> Result<(), String> {
+    #[cfg(unix)]
+    if let Some((uid, gid)) = plan.owner {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut missing = Vec::new();
+        let mut dir = plan.state_dir.as_path();
+        while !dir.exists() {
+            missing.push(dir.to_path_buf());
+            match dir.parent() {
+                Some(parent) => dir = parent,
+                None => break,
+            }
+        }
+        for dir in missing.iter().rev() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .and_then(|()| std::os::unix::fs::chown(dir, Some(uid), Some(gid)))
+                .map_err(|e| format!("cannot create {} for {}: {e}", dir.display(), plan.user))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = plan;
+    Ok(())
 }
 
 /// A system service's state directory and env file belong to the account
@@ -1000,6 +1066,37 @@ mod tests {
             "valid inside an XML comment"
         );
         assert_eq!(installed_state_dir(&path), Some(state));
+    }
+
+    /// As root (CI): every directory install creates for a system
+    /// service's state belongs to the service's account.
+    #[cfg(unix)]
+    #[test]
+    fn a_system_services_state_directory_belongs_to_its_account() {
+        use std::os::unix::fs::MetadataExt;
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("not root: chown cannot be tested here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut plan = systemd::tests::plan(true);
+        plan.state_dir = dir.path().join("home/.local/state/clawbot_router");
+        plan.owner = Some((65534, 65534));
+        state_dir_for(&plan).unwrap();
+        write_env_file(&plan.state_dir, &plan.secrets).unwrap();
+        own(&plan).unwrap();
+        for rel in [
+            "home",
+            "home/.local",
+            "home/.local/state",
+            "home/.local/state/clawbot_router",
+            "home/.local/state/clawbot_router/node.env",
+        ] {
+            let meta = std::fs::metadata(dir.path().join(rel)).unwrap();
+            assert_eq!((meta.uid(), meta.gid()), (65534, 65534), "{rel}");
+        }
+        let top = std::fs::metadata(dir.path()).unwrap();
+        assert_eq!(top.uid(), 0, "what existed before is left as it was");
     }
 
     #[test]

@@ -202,13 +202,21 @@ pub fn task_xml(plan: &Plan, launcher: &str) -> String {
 /// it is given and a VBScript string cannot hold a line break: words with
 /// either are refused.
 pub fn launcher(plan: &Plan) -> Result<String, String> {
+    // Run's command line is expanded (%VAR%); the environment values set
+    // through WshShell.Environment are not.
     let words = std::iter::once(plan.program.to_string_lossy().into_owned())
-        .chain(plan.args.iter().cloned())
-        .chain(plan.env.iter().map(|(k, v)| format!("{k}={v}")));
+        .chain(plan.args.iter().cloned());
     for word in words {
         if word.contains('%') || word.chars().any(char::is_control) {
             return Err(format!(
                 "{word:?} holds a % or a control character, which the Windows launcher cannot pass on unchanged"
+            ));
+        }
+    }
+    for (key, value) in &plan.env {
+        if key.contains('=') || format!("{key}{value}").chars().any(char::is_control) {
+            return Err(format!(
+                "the variable {key:?} cannot be set by the Windows launcher"
             ));
         }
     }
@@ -309,8 +317,11 @@ mod tests {
         // %VAR%): refused, below; the rest of the plan without it.
         assert!(launcher(&plan).unwrap_err().contains("holds a %"));
         plan.args[2] = "wss://gw.example:18789/ab".into();
-        plan.env.retain(|(_, v)| !v.contains('%'));
         let vbs = launcher(&plan).unwrap();
+        assert!(
+            vbs.contains("100%"),
+            "a % in a value is not expanded there: {vbs}"
+        );
         assert!(!vbs.contains("s3cret"));
         // VBScript doubles quotes inside its string literal.
         assert!(vbs.contains("WScript.Quit shell.Run(\"\"\"C:\\Program Files\\clawbot\\clawbot_router.exe\"\" node --gateway"), "{vbs}");
