@@ -1880,7 +1880,7 @@ async fn a_published_tool_call_runs_through_the_one_dispatch_and_policy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn malformed_mcp_calls_get_openclaws_codes() {
-    let (gw, _node) = connected(Config::default(), &[]).await;
+    let (gw, node) = connected(Config::default(), &[]).await;
     for (params, code) in [
         (json!({"server": "clawbot"}), "INVALID_REQUEST"),
         (
@@ -1905,6 +1905,15 @@ async fn malformed_mcp_calls_get_openclaws_codes() {
     }
     let raw = gw.request("mcp.tools.call.v1", "{not json", 10_000);
     assert_eq!(error_code(&gw.result(&raw, LONG).await), "INVALID_REQUEST");
+    // Every one is in the audit log, refused before any tool ran.
+    let audit = std::fs::read_to_string(node.state().join("audit.jsonl")).unwrap();
+    let refused = audit
+        .lines()
+        .filter(|l| {
+            l.contains("\"command\":\"mcp.tools.call.v1\"") && l.contains("\"outcome\":\"error:")
+        })
+        .count();
+    assert_eq!(refused, 6, "{audit}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

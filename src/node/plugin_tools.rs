@@ -204,7 +204,10 @@ impl Called {
 pub async fn call(tools: &Arc<Tools>, mut inv: Invocation<'_>) -> Called {
     let (tool, arguments) = match decode(inv.params_json) {
         Ok(decoded) => decoded,
-        Err(e) => return Called::refused(COMMAND.to_owned(), e),
+        Err(e) => {
+            tools.record_refused(&inv, &e);
+            return Called::refused(COMMAND.to_owned(), e);
+        }
     };
     let label = format!("{tool} ({COMMAND})");
     if !tools.declared().iter().any(|d| d == &tool) || catalog::entry(&tool).is_none() {
@@ -212,6 +215,7 @@ pub async fn call(tools: &Arc<Tools>, mut inv: Invocation<'_>) -> Called {
             "MCP_TOOL_UNAVAILABLE",
             format!("MCP tool {tool:?} is unavailable on server \"{SERVER}\""),
         );
+        tools.record_refused(&inv, &error);
         return Called::refused(label, error);
     }
     let arguments = arguments.to_string();

@@ -151,6 +151,10 @@ pub fn upload(ws: &Workspace, p: Upload) -> Result<Value, ToolError> {
     let dir = ws.root().join(UPLOAD_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| ToolError::from_io(UPLOAD_DIR, &e))?;
     let dir = ws.resolve_existing(UPLOAD_DIR)?;
+    // One upload at a time from the quota check to the file in place:
+    // two at once must not both fit the last room.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     within_quota(&dir, bytes.len() as u64)?;
     let mut file = tempfile::Builder::new()
         .prefix(".upload-")

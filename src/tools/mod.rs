@@ -240,6 +240,20 @@ impl Tools {
         (result, label)
     }
 
+    /// Records a call refused before it reached a command (a published
+    /// tool's malformed or unknown call): the audit log misses nothing.
+    pub fn record_refused(&self, inv: &Invocation<'_>, error: &ToolError) {
+        self.audit.record(&audit::Entry {
+            ts: audit::now_ms(),
+            invoke_id: inv.id,
+            command: inv.command,
+            params_sha256: audit::digest(inv.params_json.unwrap_or("")),
+            decision: "none".into(),
+            outcome: format!("error:{}", error.code),
+            duration_ms: 0,
+        });
+    }
+
     /// One command, three steps: describe the call and prepare its work
     /// (lazily: nothing runs yet), ask the policy once, then run it.
     async fn dispatch(
