@@ -1879,6 +1879,39 @@ async fn a_published_tool_call_runs_through_the_one_dispatch_and_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_published_commands_agent_is_its_sessions_for_the_allowlist() {
+    let (gw, _node) = connected(Config::default(), &[]).await;
+    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
+    let truth = std::fs::canonicalize(which("true")).unwrap();
+    let file = json!({"version": 1, "agents": {"main": {"allowlist": [{"pattern": truth}]}}});
+    gw.invoke(
+        "system.execApprovals.set",
+        json!({"file": file, "baseHash": hash}),
+    )
+    .await;
+    let call = |session: &str| {
+        let id = uuid::Uuid::new_v4().to_string();
+        let params =
+            json!({"server": "clawbot", "tool": "run_command", "arguments": {"command": ["true"]}});
+        gw.send_event(
+            "node.invoke.request",
+            json!({"id": id, "nodeId": "node", "command": "mcp.tools.call.v1",
+                   "paramsJSON": params.to_string(), "timeoutMs": 30_000, "sessionKey": session}),
+        );
+        id
+    };
+    let mains = call("agent:main:explicit:s1");
+    let result = payload(&gw.result(&mains, LONG).await);
+    assert_eq!(
+        result["structuredContent"]["exitCode"], 0,
+        "main's entry: {result}"
+    );
+    let ops = call("agent:ops:explicit:s2");
+    let result = payload(&gw.result(&ops, LONG).await);
+    assert_eq!(result["isError"], true, "not ops': {result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn malformed_mcp_calls_get_openclaws_codes() {
     let (gw, node) = connected(Config::default(), &[]).await;
     for (params, code) in [

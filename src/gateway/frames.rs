@@ -204,6 +204,9 @@ pub struct InvokeRequest {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// The agent session that asked (`agent:<agentId>:…`), when an agent did.
+    #[serde(default)]
+    pub session_key: Option<String>,
 }
 
 /// `event node.invoke.cancel`.

@@ -851,6 +851,14 @@ impl Node {
                 max_bytes: content_budget(max_payload),
                 cancel,
                 tap,
+                // A published tool's call names its agent only in its
+                // session (`agent:<id>:…`).
+                agent: request
+                    .session_key
+                    .as_deref()
+                    .and_then(|k| k.strip_prefix("agent:"))
+                    .and_then(|k| k.split(':').next())
+                    .filter(|a| !a.is_empty()),
             };
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).

@@ -186,6 +186,10 @@ pub struct Invocation<'a> {
     /// Where a running command's output is copied while it runs (the
     /// node streams it as progress); commands that run no program drop it.
     pub tap: Option<crate::runner::Tap>,
+    /// The agent the call is made for, when the gateway says so outside
+    /// the parameters (a published tool's call: its session's agent):
+    /// whose exec-approvals allowlist applies to a `run_command`.
+    pub agent: Option<&'a str>,
 }
 
 impl Tools {
@@ -436,12 +440,16 @@ impl Tools {
                 }
                 // Resolving touches the filesystem (PATH, cwd): blocking pool.
                 let timeout = inv.timeout;
+                let agent = inv.agent.map(str::to_owned);
                 let request = self
                     .blocking(move |_| {
                         if command == Tool::Run {
                             exec::parse_system_run(params, &root, timeout)
                         } else {
-                            exec::parse_run_command(params, &root, timeout)
+                            exec::parse_run_command(params, &root, timeout).map(|mut r| {
+                                r.agent = agent;
+                                r
+                            })
                         }
                     })
                     .await?;
@@ -565,6 +573,7 @@ mod tests {
             max_bytes: 1 << 20,
             cancel: CancellationToken::new(),
             tap: None,
+            agent: None,
         })
         .await
         .0
@@ -652,6 +661,7 @@ mod tests {
                 max_bytes: 1024,
                 cancel,
                 tap: None,
+                agent: None,
             })
             .await
             .0;
