@@ -105,6 +105,9 @@ pub async fn session(options: Options, stop: CancellationToken) -> u8 {
             Step::Fatal => {}
         }
         first = false;
+        // The reply is written by a thread of its own, the hint by the
+        // log's: the reply first, whole, or the hint lands inside it.
+        doctor.out.flush();
         say("doctor: type a follow-up and press Enter (end of input ends the session)");
         message = loop {
             let line = tokio::select! {
