@@ -927,7 +927,7 @@ fn e2e_an_agent_calls_the_nodes_published_tools_with_no_allowlist_edit() {
     let log = node.log();
     for call in [
         "read_file (mcp.tools.call.v1) → ok (allowed:safe)",
-        "write_file (mcp.tools.call.v1) → USER_REJECTED (refused:USER_REJECTED)",
+        "write_file (mcp.tools.call.v1) → USER_REJECTED (refused:APPROVAL_REQUIRED)",
         "run_command (mcp.tools.call.v1) → FORBIDDEN (refused:FORBIDDEN)",
     ] {
         assert!(log.contains(call), "{call}: {log}");
