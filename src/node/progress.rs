@@ -175,32 +175,11 @@ struct Text {
 impl Text {
     fn push(&mut self, bytes: &[u8]) {
         self.partial.extend_from_slice(bytes);
-        let mut decoded = String::new();
-        let mut rest: &[u8] = &self.partial;
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(valid) => {
-                    decoded.push_str(valid);
-                    rest = &[];
-                    break;
-                }
-                Err(e) => {
-                    let (valid, after) = rest.split_at(e.valid_up_to());
-                    decoded.push_str(std::str::from_utf8(valid).expect("checked"));
-                    match e.error_len() {
-                        Some(n) => {
-                            decoded.push(char::REPLACEMENT_CHARACTER);
-                            rest = &after[n..];
-                        }
-                        None => {
-                            rest = after;
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        self.partial = rest.to_vec();
+        // A character cut between two reads waits for its end (the
+        // runner's capture finds that end the same way).
+        let whole = self.partial.len() - crate::runner::incomplete_suffix_len(&self.partial);
+        let decoded = String::from_utf8_lossy(&self.partial[..whole]).into_owned();
+        self.partial.drain(..whole);
         self.accept(&decoded);
     }
 

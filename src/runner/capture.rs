@@ -126,7 +126,7 @@ impl Captured {
 }
 
 /// Length of a UTF-8 sequence cut short at the end of `bytes` (0 if none).
-fn incomplete_suffix_len(bytes: &[u8]) -> usize {
+pub fn incomplete_suffix_len(bytes: &[u8]) -> usize {
     for back in 1..=bytes.len().min(3) {
         let b = bytes[bytes.len() - back];
         if b & 0b1100_0000 == 0b1000_0000 {

@@ -32,7 +32,7 @@ mod windows;
 #[cfg(windows)]
 use windows as platform;
 
-pub use capture::{Capture, Captured};
+pub use capture::{Capture, Captured, incomplete_suffix_len};
 pub use tap::{Tap, Tapped};
 
 use std::ffi::OsString;
