@@ -170,13 +170,7 @@ pub async fn run(mut options: Options) -> u8 {
             None => node.serve(stop.cancelled()).await,
             Some(wanted) => {
                 let session = doctor::Options {
-                    gateway: gateway::Endpoint {
-                        url: node.options.gateway.url.clone(),
-                        trust: node
-                            .pins
-                            .trust(&node.options.gateway.url, &node.options.gateway.trust)
-                            .0,
-                    },
+                    gateway: node.endpoint().0,
                     credentials: gateway::operator::Credentials {
                         token: node.options.token.clone(),
                         device_dir: Some(node.options.state_dir.join("operator")),
@@ -220,6 +214,9 @@ struct Node {
     _lock: lock::StateLock,
     /// Whether the gateway's name for us was checked (once per run).
     name_checked: std::sync::atomic::AtomicBool,
+    /// The tools published as agent tools, worked out once: none under
+    /// `--commands` (as OpenClaw's node host) or `--no-agent-tools`.
+    published: Vec<Value>,
 }
 
 /// How a session ended.
@@ -281,14 +278,21 @@ impl Node {
             .clone()
             .or_else(tools::system::hostname)
             .unwrap_or_else(|| "clawbot_router".into());
+        let tools = Tools::new(
+            workspace,
+            policy,
+            audit,
+            tools::declared_commands(options.commands.as_deref())?,
+        );
+        let published = if options.commands.is_some() || options.no_agent_tools {
+            Vec::new()
+        } else {
+            plugin_tools::descriptors(tools.declared())
+        };
         Ok(Self {
             tokens: TokenStore::new(&options.state_dir),
-            tools: Tools::new(
-                workspace,
-                policy,
-                audit,
-                tools::declared_commands(options.commands.as_deref())?,
-            ),
+            tools,
+            published,
             identity,
             display_name,
             pins: pins::Pins::new(&options.state_dir),
@@ -323,13 +327,7 @@ impl Node {
         say(&format!("connecting to {}", self.options.gateway));
         loop {
             let token = self.token(choice);
-            let (trust, trusted_by) = self
-                .pins
-                .trust(&self.options.gateway.url, &self.options.gateway.trust);
-            let endpoint = gateway::Endpoint {
-                url: self.options.gateway.url.clone(),
-                trust,
-            };
+            let (endpoint, trusted_by) = self.endpoint();
             let attempt = tokio::select! {
                 _ = &mut shutdown => {
                     say("stopped");
@@ -565,20 +563,16 @@ impl Node {
         }
     }
 
-    /// The tools published as agent tools (none under `--commands`, as
-    /// OpenClaw's node host publishes none then).
-    fn published(&self) -> Vec<Value> {
-        if self.options.commands.is_some() || self.options.no_agent_tools {
-            return Vec::new();
-        }
-        plugin_tools::descriptors(self.tools.declared())
+    /// Whether agent tools are published (and their door declared).
+    fn publishing(&self) -> bool {
+        !self.published.is_empty()
     }
 
     /// What `connect` declares: the tools' commands, and the published
     /// tools' one door.
     fn commands(&self) -> Vec<String> {
         let mut commands = self.tools.declared().to_vec();
-        if !self.published().is_empty() {
+        if self.publishing() {
             commands.push(plugin_tools::COMMAND.to_owned());
         }
         commands
@@ -586,10 +580,24 @@ impl Node {
 
     fn caps(&self) -> Vec<String> {
         let mut caps = caps(self.tools.declared());
-        if !self.published().is_empty() {
+        if self.publishing() {
             caps.push("mcp".to_owned());
         }
         caps
+    }
+
+    /// The gateway to connect to, trusted by the pin given or the one this
+    /// node remembered (and which of the two it was).
+    fn endpoint(&self) -> (gateway::Endpoint, pins::Source) {
+        let url = &self.options.gateway.url;
+        let (trust, source) = self.pins.trust(url, &self.options.gateway.trust);
+        (
+            gateway::Endpoint {
+                url: url.clone(),
+                trust,
+            },
+            source,
+        )
     }
 
     fn connect_params(
@@ -666,7 +674,7 @@ impl Node {
         // Requests of ours the gateway refused, by method: told once.
         let mut refused: HashSet<String> = HashSet::new();
         surface.ask(&outbox);
-        let mut publisher = plugin_tools::Publisher::new(self.published());
+        let mut publisher = plugin_tools::Publisher::new(self.published.clone());
         publisher.publish(&outbox);
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
@@ -793,13 +801,7 @@ impl Node {
         if self.name_checked.swap(true, Ordering::Relaxed) {
             return;
         }
-        let (trust, _) = self
-            .pins
-            .trust(&self.options.gateway.url, &self.options.gateway.trust);
-        let endpoint = gateway::Endpoint {
-            url: self.options.gateway.url.clone(),
-            trust,
-        };
+        let (endpoint, _) = self.endpoint();
         let token = self.options.token.clone();
         let node_id = self.identity.device_id.clone();
         let wanted = self.display_name.clone();
@@ -822,7 +824,7 @@ impl Node {
         done: mpsc::UnboundedSender<String>,
     ) {
         let tools = Arc::clone(&self.tools);
-        let publishing = self.options.commands.is_none() && !self.options.no_agent_tools;
+        let publishing = self.publishing();
         let node_id = if request.node_id.is_empty() {
             self.identity.device_id.clone()
         } else {
