@@ -168,10 +168,13 @@ fn effective(exec: &Exec) -> (PathBuf, Vec<String>) {
         real.file_name().and_then(|n| n.to_str()),
         Some("sh" | "bash" | "dash" | "zsh" | "ksh")
     );
-    let [_, flag, script] = exec.argv.as_slice() else {
+    // The same wrapper reading as the plan's preview, held to the bare
+    // three-word form here: no shell options that could change the run.
+    let Some(script) = super::exec::shell_payload(&exec.argv).filter(|_| exec.argv.len() == 3)
+    else {
         return outer;
     };
-    if !system_shell || !matches!(flag.as_str(), "-c" | "-lc") {
+    if !system_shell {
         return outer;
     }
     let simple = !script.trim().is_empty()

@@ -388,7 +388,7 @@ pub fn prepare(
 /// `sh|bash|dash|zsh|ksh [-opts] -c|-lc SCRIPT` (what its exec tool sends
 /// a Unix node), `cmd.exe [/d /s …] /c SCRIPT` (a Windows node) and
 /// `powershell|pwsh [-opts] -Command SCRIPT`.
-fn shell_payload(argv: &[String]) -> Option<&str> {
+pub(crate) fn shell_payload(argv: &[String]) -> Option<&str> {
     let (script, head) = argv.split_last()?;
     let (flag, head) = head.split_last()?;
     let (program, options) = head.split_first()?;
