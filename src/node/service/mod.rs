@@ -448,24 +448,14 @@ async fn act(
         }
         // Nothing to stop is not a failure (as `openclaw node stop`).
         if matches!(action, Action::Stop | Action::Uninstall) && !installed {
-            return done(
-                action,
-                "not-installed",
-                "the node service is not installed",
-                json!({}),
-            );
+            return not_installed(action);
         }
         return Report::failed(action, format!("{} is not available", m.name()), hints);
     }
     match action {
         Action::Install => install(m, plan.expect("install has a plan"), force).await,
         Action::Uninstall => uninstall(m, installed, state_dir.as_deref()).await,
-        Action::Stop if !installed => done(
-            action,
-            "not-installed",
-            "the node service is not installed",
-            json!({}),
-        ),
+        Action::Stop if !installed => not_installed(action),
         Action::Start | Action::Restart if !installed => Report::failed(
             action,
             format!(
@@ -512,6 +502,16 @@ fn by_hand(plan: &Plan) -> String {
         words.push(arg.clone());
     }
     shell_words::join(words)
+}
+
+/// Nothing to stop or remove is not a failure (as `openclaw node stop`).
+fn not_installed(action: Action) -> Report {
+    done(
+        action,
+        "not-installed",
+        "the node service is not installed",
+        json!({}),
+    )
 }
 
 fn done(action: Action, result: &str, message: &str, extra: Value) -> Report {
@@ -680,12 +680,7 @@ fn own(plan: &Plan) -> Result<(), String> {
 async fn uninstall(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
     let action = Action::Uninstall;
     if !installed {
-        return done(
-            action,
-            "not-installed",
-            "the node service is not installed",
-            json!({}),
-        );
+        return not_installed(action);
     }
     if let Err(e) = m.deactivate().await {
         return Report::failed(action, e, vec![m.log_hint()]);
@@ -709,20 +704,23 @@ async fn uninstall(m: &impl Manager, installed: bool, state_dir: Option<&Path>) 
 /// Watches the node for a few seconds after a start: connected, waiting
 /// for pairing, or gone.
 async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Value, String) {
+    // The node's own file says when it is connected (a read); the
+    // manager is asked once, at the end (a process each time).
     let deadline = tokio::time::Instant::now() + SETTLE;
-    loop {
-        let runtime = m.runtime().await;
-        let node = state_dir.and_then(|d| node_view(d, runtime.pid));
-        let connected = node.as_ref().is_some_and(|n| n.connected);
-        if connected || tokio::time::Instant::now() >= deadline {
-            let text = describe(&runtime, node.as_ref(), m);
-            return (
-                json!({"runtime": runtime_json(&runtime), "node": node.map(node_json)}),
-                text,
-            );
-        }
+    while tokio::time::Instant::now() < deadline
+        && !state_dir
+            .and_then(|d| node_view(d, None))
+            .is_some_and(|n| n.connected)
+    {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let runtime = m.runtime().await;
+    let node = state_dir.and_then(|d| node_view(d, runtime.pid));
+    let text = describe(&runtime, node.as_ref(), m);
+    (
+        json!({"runtime": runtime_json(&runtime), "node": node.map(node_json)}),
+        text,
+    )
 }
 
 async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
