@@ -940,14 +940,8 @@ async fn an_allowlisted_program_with_a_changed_environment_still_needs_a_human()
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agents_own_allowlist_allows_only_that_agents_runs() {
     let (gw, _node) = connected(Config::default(), &[]).await;
-    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
     let truth = std::fs::canonicalize(which("true")).unwrap();
-    let file = json!({"version": 1, "agents": {"main": {"allowlist": [{"pattern": truth}]}}});
-    gw.invoke(
-        "system.execApprovals.set",
-        json!({"file": file, "baseHash": hash}),
-    )
-    .await;
+    allowlist_for(&gw, "main", json!([truth])).await;
     let run = |agent: Option<&str>| {
         let mut params = json!({"command": ["true"]});
         if let Some(agent) = agent {
@@ -975,6 +969,11 @@ async fn an_agents_own_allowlist_allows_only_that_agents_runs() {
 /// Replaces the node's approvals document with an allowlist of `patterns`
 /// for every agent, as `openclaw approvals allowlist add --node` does.
 async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
+    allowlist_for(gw, "*", patterns).await
+}
+
+/// As [`allowlist`], for one agent only.
+async fn allowlist_for(gw: &FakeGateway, agent: &str, patterns: Value) -> Value {
     let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
     let entries: Vec<Value> = patterns
         .as_array()
@@ -982,7 +981,7 @@ async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
         .iter()
         .map(|p| json!({"pattern": p}))
         .collect();
-    let file = json!({"version": 1, "agents": {"*": {"allowlist": entries}}});
+    let file = json!({"version": 1, "agents": {agent: {"allowlist": entries}}});
     payload(
         &gw.invoke(
             "system.execApprovals.set",
@@ -1881,14 +1880,8 @@ async fn a_published_tool_call_runs_through_the_one_dispatch_and_policy() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_published_commands_agent_is_its_sessions_for_the_allowlist() {
     let (gw, _node) = connected(Config::default(), &[]).await;
-    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
     let truth = std::fs::canonicalize(which("true")).unwrap();
-    let file = json!({"version": 1, "agents": {"main": {"allowlist": [{"pattern": truth}]}}});
-    gw.invoke(
-        "system.execApprovals.set",
-        json!({"file": file, "baseHash": hash}),
-    )
-    .await;
+    allowlist_for(&gw, "main", json!([truth])).await;
     let call = |session: &str| {
         let id = uuid::Uuid::new_v4().to_string();
         let params =
