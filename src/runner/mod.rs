@@ -22,6 +22,7 @@
 //! runtime.
 
 mod capture;
+mod resident;
 mod tap;
 #[cfg(unix)]
 mod unix;
@@ -33,6 +34,7 @@ mod windows;
 use windows as platform;
 
 pub use capture::{Capture, Captured, incomplete_suffix_len};
+pub use resident::{Launch, Pipes, Resident};
 pub use tap::{Tap, Tapped};
 
 use std::ffi::OsString;
@@ -166,20 +168,18 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     } else {
         writer.try_clone().map_err(spawn_error)?
     };
-    let mut cmd = tokio::process::Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .stdin(Stdio::null())
+    let tag = new_tag();
+    let mut cmd = command(
+        &spec.program,
+        &spec.args,
+        spec.cwd.as_deref(),
+        &spec.env,
+        spec.env_remove,
+        &tag,
+    );
+    cmd.stdin(Stdio::null())
         .stdout(writer)
         .stderr(stderr_writer);
-    if let Some(cwd) = &spec.cwd {
-        cmd.current_dir(cwd);
-    }
-    let tag = new_tag();
-    for key in spec.env_remove {
-        cmd.env_remove(key);
-    }
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(RUN_TAG_VAR, &tag);
     // `spawn` consumes the command, closing our copies of the write ends:
     // from here on only the child's tree holds them, so EOF means they are
     // done.
@@ -221,7 +221,7 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         status.is_some() && pump.eof_by(Instant::now() + LINGER).await && !tree.group_alive();
     if !clean_exit {
         // A timeout, a cancel, or a child that left descendants behind.
-        status = stop_tree(&mut tree, status, &mut pump, spec.grace).await;
+        status = stop_tree(&mut tree, status, Some(&mut pump), spec.grace).await;
     }
     pump.eof_by(Instant::now() + DRAIN).await;
     tree.disarm();
@@ -238,10 +238,11 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
 
 /// TERM the whole tree, give it `grace` to exit and close the pipe, then KILL
 /// whatever is left. Returns the leader's status when it could be reaped.
+/// (`pump`: the pipes to see closed; a resident child's are its user's.)
 async fn stop_tree(
     tree: &mut platform::Tree,
     mut status: Option<ExitStatus>,
-    pump: &mut Pump,
+    pump: Option<&mut Pump>,
     grace: Duration,
 ) -> Option<ExitStatus> {
     tree.terminate();
@@ -249,7 +250,10 @@ async fn stop_tree(
     if status.is_none() {
         status = timeout_at(by, tree.wait()).await.ok().and_then(Result::ok);
     }
-    let eof = pump.eof_by(by).await;
+    let eof = match pump {
+        Some(pump) => pump.eof_by(by).await,
+        None => true,
+    };
     // Members of the group that ignore TERM keep it alive without holding
     // the pipe; poll until they are gone or the grace period ends.
     while eof && tree.anything_alive() && Instant::now() < by {
@@ -257,11 +261,16 @@ async fn stop_tree(
     }
     if status.is_none() || !eof || tree.anything_alive() {
         tree.kill();
+        let reaped = Instant::now() + REAP;
         if status.is_none() {
-            status = timeout_at(Instant::now() + REAP, tree.wait())
+            status = timeout_at(reaped, tree.wait())
                 .await
                 .ok()
                 .and_then(Result::ok);
+        }
+        // KILL is delivered, not yet done: see the tree gone (bounded).
+        while tree.anything_alive() && Instant::now() < reaped {
+            sleep(Duration::from_millis(10)).await;
         }
     }
     status
@@ -464,6 +473,30 @@ impl Pump {
         }
         out
     }
+}
+
+/// The command every child is made from: its program, arguments, working
+/// directory and environment (ours minus `env_remove`, plus `env`, plus the
+/// run's tag).
+fn command(
+    program: &OsString,
+    args: &[OsString],
+    cwd: Option<&std::path::Path>,
+    env: &[(OsString, OsString)],
+    env_remove: &[&str],
+    tag: &str,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    for key in env_remove {
+        cmd.env_remove(key);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)))
+        .env(RUN_TAG_VAR, tag);
+    cmd
 }
 
 /// A value unique to this run among every run on the machine.

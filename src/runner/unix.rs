@@ -24,6 +24,7 @@ use std::process::ExitStatus;
 use std::sync::{Mutex, Once};
 
 use tokio::net::unix::pipe;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 /// Runs in progress in this process: leader pid → tag.
 static ACTIVE: Mutex<Option<HashMap<libc::pid_t, String>>> = Mutex::new(None);
@@ -65,6 +66,19 @@ impl Tree {
 
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.child.wait().await
+    }
+
+    /// The leader's piped stdin, stdout and stderr (a resident child's).
+    pub fn take_pipes(&mut self) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
+        (
+            self.child.stdin.take(),
+            self.child.stdout.take(),
+            self.child.stderr.take(),
+        )
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Something of the tree is still running: a live member of the group,

@@ -11,6 +11,7 @@ use std::os::windows::io::OwnedHandle;
 use std::process::ExitStatus;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 pub struct Tree {
     child: Box<dyn ChildWrapper>,
@@ -33,6 +34,19 @@ impl Tree {
 
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.child.wait().await
+    }
+
+    /// The leader's piped stdin, stdout and stderr (a resident child's).
+    pub fn take_pipes(&mut self) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
+        (
+            self.child.stdin().take(),
+            self.child.stdout().take(),
+            self.child.stderr().take(),
+        )
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Job members are not listed here: until the job is terminated we
