@@ -18,6 +18,7 @@ pub mod host;
 pub mod policy;
 pub mod sandbox;
 pub mod system;
+pub mod upstream;
 
 /// Our credentials, inherited from the node's environment: no command a
 /// tool runs may see them (an agent's `env` would put them in a transcript).
@@ -226,36 +227,40 @@ impl Tools {
         let started = Instant::now();
         let mut decision = None;
         let result = self.dispatch(&inv, &mut decision).await;
-        let label = decision
-            .map(|d: Decision| d.label())
-            .unwrap_or_else(|| "none".into());
-        self.audit.record(&audit::Entry {
-            ts: audit::now_ms(),
-            invoke_id: inv.id,
-            command: inv.command,
-            params_sha256: audit::digest(inv.params_json.unwrap_or("")),
-            decision: label.clone(),
-            outcome: match &result {
-                Ok(_) => "ok".into(),
-                Err(e) => format!("error:{}", e.code),
-            },
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
+        let label = self.record(&inv, inv.command, decision, &result, started);
         (result, label)
     }
 
     /// Records a call refused before it reached a command (a published
     /// tool's malformed or unknown call): the audit log misses nothing.
     pub fn record_refused(&self, inv: &Invocation<'_>, error: &ToolError) {
+        self.record(inv, inv.command, None, &Err(error.clone()), Instant::now());
+    }
+
+    /// The one audit line of a call, under the name it ran as; returns the
+    /// decision's label (`none` when nothing was decided).
+    fn record(
+        &self,
+        inv: &Invocation<'_>,
+        command: &str,
+        decision: Option<Decision>,
+        result: &Result<Value, ToolError>,
+        started: Instant,
+    ) -> String {
+        let label = decision.map(|d| d.label()).unwrap_or_else(|| "none".into());
         self.audit.record(&audit::Entry {
             ts: audit::now_ms(),
             invoke_id: inv.id,
-            command: inv.command,
+            command,
             params_sha256: audit::digest(inv.params_json.unwrap_or("")),
-            decision: "none".into(),
-            outcome: format!("error:{}", error.code),
-            duration_ms: 0,
+            decision: label.clone(),
+            outcome: match result {
+                Ok(_) => "ok".into(),
+                Err(e) => format!("error:{}", e.code),
+            },
+            duration_ms: started.elapsed().as_millis() as u64,
         });
+        label
     }
 
     /// One command, three steps: describe the call and prepare its work
@@ -537,6 +542,13 @@ fn refusal(decision: Decision, command: Tool) -> ToolError {
             "SYSTEM_RUN_DENIED",
             format!("SYSTEM_RUN_DENIED: approval required ({message})"),
         ),
+        other => refusal_of(other),
+    }
+}
+
+/// A refusal of any other call.
+fn refusal_of(decision: Decision) -> ToolError {
+    match decision {
         Decision::Refused {
             code: "APPROVAL_REQUIRED",
             message,

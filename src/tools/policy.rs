@@ -300,6 +300,13 @@ impl Policy {
             .as_ref()
             .filter(|_| self.mode != Mode::Gateway);
         match prompter {
+            None if call.exec.is_none() => Decision::Refused {
+                code: "APPROVAL_REQUIRED",
+                message: format!(
+                    "{} needs a human's approval and no terminal can ask here: start the node on a terminal to be asked, or with --allow-command {} or --approval allow",
+                    call.command, call.command
+                ),
+            },
             None => Decision::Refused {
                 code: "APPROVAL_REQUIRED",
                 message: format!(
@@ -327,7 +334,11 @@ impl Policy {
         let words = call.exec.as_ref().map(command_words).unwrap_or_default();
         self.deny
             .iter()
-            .find(|n| **n == call.command || words.iter().any(|w| w == *n))
+            .find(|n| {
+                **n == call.command
+                    || words.iter().any(|w| w == *n)
+                    || whole_server(n).is_some_and(|s| call.command.starts_with(s))
+            })
             .map(String::as_str)
     }
 
@@ -335,11 +346,12 @@ impl Policy {
     /// resolved to on PATH when the node started (a `./vendor/ls` is not
     /// the `ls` the user pre-approved).
     fn pre_approved(&self, call: &Call) -> bool {
-        self.allow.contains(&call.command)
-            || call
-                .exec
-                .as_ref()
-                .is_some_and(|e| self.allowed_programs.contains(&e.executable))
+        self.allow.iter().any(|n| {
+            *n == call.command || whole_server(n).is_some_and(|s| call.command.starts_with(s))
+        }) || call
+            .exec
+            .as_ref()
+            .is_some_and(|e| self.allowed_programs.contains(&e.executable))
     }
 
     fn key(call: &Call) -> Remembered {
@@ -366,6 +378,12 @@ impl Policy {
             eprintln!("[clawbot_router] cannot save the approval: {e}");
         }
     }
+}
+
+/// `SERVER.*` names every tool of a proxied server: `SERVER.`.
+fn whole_server(name: &str) -> Option<&str> {
+    name.strip_suffix('*')
+        .filter(|s| s.len() > 1 && s.ends_with('.'))
 }
 
 fn save(path: &Path, remembered: &[Remembered]) -> io::Result<()> {
