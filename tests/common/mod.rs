@@ -4,6 +4,8 @@
 
 pub mod gateway;
 #[cfg(unix)]
+pub mod node;
+#[cfg(unix)]
 pub mod systemd;
 
 use std::collections::BTreeMap;

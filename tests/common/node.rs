@@ -1,0 +1,164 @@
+//! A node process under test, against the fake gateway.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::gateway::{Config, FakeGateway, TOKEN};
+
+pub const LONG: Duration = Duration::from_secs(15);
+
+/// The node binary, its directories, and what it printed.
+pub struct Node {
+    pub child: Child,
+    pub stderr: Arc<Mutex<String>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Node {
+    pub fn start(url: &str, args: &[&str]) -> Node {
+        Self::start_with_env(url, args, &[])
+    }
+
+    pub fn start_with_env(url: &str, args: &[&str], env: &[(&str, &Path)]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let (child, stderr) = Self::spawn(dir.path(), url, args, env);
+        Node { child, stderr, dir }
+    }
+
+    /// A node started with exactly `args` (after the router's own path),
+    /// state and workspace in a directory of its own.
+    pub fn start_args(args: &[&str]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let mut child = super::router()
+            .args(args)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("--workspace")
+            .arg(dir.path().join("ws"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = super::collect(child.stderr.take().unwrap());
+        Node { child, stderr, dir }
+    }
+
+    /// The same node (its state and workspace) started again with `args`.
+    pub fn restart(&mut self, url: &str, args: &[&str]) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        (self.child, self.stderr) = Self::spawn(self.dir.path(), url, args, &[]);
+    }
+
+    pub fn spawn(
+        dir: &Path,
+        url: &str,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> (Child, Arc<Mutex<String>>) {
+        let mut cmd = super::router();
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        cmd.args(["node", "--gateway", url, "--display-name", "test-node"])
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--workspace")
+            .arg(dir.join("ws"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = super::collect(child.stderr.take().unwrap());
+        (child, stderr)
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub async fn wait_stderr(&self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.stderr().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "node never printed {needle:?}; it printed:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn device_id(&self) -> String {
+        let identity: Value = serde_json::from_slice(
+            &std::fs::read(self.state().join("device-identity.json")).unwrap(),
+        )
+        .unwrap();
+        identity["deviceId"].as_str().unwrap().to_owned()
+    }
+
+    pub fn signal(&self, sig: i32) {
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    pub async fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node did not exit; it printed:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Everything `pipe` yields, as it arrives.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A gateway and a node connected to it with `args`.
+pub async fn connected(config: Config, args: &[&str]) -> (FakeGateway, Node) {
+    let gw = FakeGateway::start(config).await;
+    let mut all = vec!["--token", TOKEN];
+    all.extend(args);
+    let node = Node::start(&gw.url(), &all);
+    gw.wait_hellos(1, LONG).await;
+    (gw, node)
+}
+
+pub fn payload(result: &Value) -> Value {
+    assert_eq!(result["ok"], true, "{result}");
+    serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap()
+}
+
+pub fn error_code(result: &Value) -> String {
+    assert_eq!(result["ok"], false, "{result}");
+    result["error"]["code"].as_str().unwrap().to_owned()
+}
