@@ -226,6 +226,7 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
             .or_else(|| from_file(node::service::TOKEN_KEY)),
         log_file: args.log_file,
         no_agent_tools: args.no_agent_tools,
+        mcp: crate::links::mcp_servers::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,
         workspace: args.workspace.unwrap_or_else(|| ".".into()),

@@ -196,6 +196,20 @@ pub struct NodeArgs {
     #[arg(long)]
     pub no_agent_tools: bool,
 
+    /// Bring a local MCP server's tools to the gateway's agents:
+    /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but
+    /// run without one (repeatable), e.g. `--mcp-server 'fs=npx -y
+    /// @modelcontextprotocol/server-filesystem /srv'`. Its tools are called
+    /// under this node's policy: `readOnlyHint` tools are safe, others
+    /// risky; `--deny-command NAME.TOOL` (or `NAME.*`) forbids.
+    #[arg(long, value_name = "NAME=COMMAND", conflicts_with = "no_agent_tools")]
+    pub mcp_server: Vec<String>,
+
+    /// Local MCP servers from a JSON file in the `mcpServers` shape Claude
+    /// Desktop and Cursor use (`command`, `args`, `env`, `cwd`).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_agent_tools")]
+    pub mcp_config: Option<std::path::PathBuf>,
+
     /// Declare every command this machine offers (the default), as
     /// `openclaw node run --all-commands`.
     #[arg(long, conflicts_with = "commands")]

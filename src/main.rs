@@ -4,6 +4,7 @@
 mod app;
 mod cli;
 mod gateway;
+mod links;
 mod mcp;
 mod node;
 mod router;

@@ -17,10 +17,10 @@ pub mod backoff;
 mod doctor;
 mod events;
 mod lock;
-mod log;
+pub(crate) mod log;
 mod name;
 mod pins;
-mod plugin_tools;
+pub(crate) mod plugin_tools;
 mod progress;
 mod result;
 pub mod service;
@@ -44,6 +44,7 @@ use crate::gateway::frames::{
     NodeEvent,
 };
 use crate::gateway::identity::{self, Identity, SignedFields, TokenStore};
+use crate::links::mcp_servers::Servers;
 use crate::tools::policy::{Mode, Policy};
 use crate::tools::sandbox::Workspace;
 use crate::tools::{self, Invocation, ToolError, Tools};
@@ -99,6 +100,8 @@ pub struct Options {
     pub log_file: Option<PathBuf>,
     /// `--no-agent-tools`: publish no tools (node-mcp).
     pub no_agent_tools: bool,
+    /// Local MCP servers whose tools are published too.
+    pub mcp: crate::links::mcp_servers::Setup,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -165,7 +168,9 @@ pub async fn run(mut options: Options) -> u8 {
         signalled.cancel();
     });
     let wanted = options.doctor.take();
-    let code = match Node::start(options) {
+    let node = Node::start(options);
+    let servers = node.as_ref().ok().and_then(|n| n.servers.clone());
+    let code = match node {
         Ok(node) => match wanted {
             None => node.serve(stop.cancelled()).await,
             Some(wanted) => {
@@ -198,6 +203,9 @@ pub async fn run(mut options: Options) -> u8 {
             1
         }
     };
+    if let Some(servers) = servers {
+        servers.shutdown().await;
+    }
     flush_log();
     code
 }
@@ -214,9 +222,11 @@ struct Node {
     _lock: lock::StateLock,
     /// Whether the gateway's name for us was checked (once per run).
     name_checked: std::sync::atomic::AtomicBool,
-    /// The tools published as agent tools, worked out once: none under
-    /// `--commands` (as OpenClaw's node host) or `--no-agent-tools`.
-    published: Vec<Value>,
+    /// The door to the agents: our tools (none under `--commands`, as
+    /// OpenClaw's node host, or `--no-agent-tools`) and the local MCP
+    /// servers'.
+    door: Arc<plugin_tools::Door>,
+    servers: Option<Arc<Servers>>,
 }
 
 /// How a session ended.
@@ -284,15 +294,26 @@ impl Node {
             audit,
             tools::declared_commands(options.commands.as_deref())?,
         );
-        let published = if options.commands.is_some() || options.no_agent_tools {
+        let ours = if options.commands.is_some() || options.no_agent_tools {
             Vec::new()
         } else {
-            plugin_tools::descriptors(tools.declared())
+            plugin_tools::ours(tools.declared())
         };
+        for note in &options.mcp.notes {
+            say(note);
+        }
+        let servers = (!options.mcp.servers.is_empty())
+            .then(|| Servers::start(options.mcp.servers.clone(), tools.workspace().root()));
+        let door = Arc::new(plugin_tools::Door::new(
+            ours,
+            servers.clone(),
+            Arc::clone(&tools),
+        ));
         Ok(Self {
             tokens: TokenStore::new(&options.state_dir),
             tools,
-            published,
+            door,
+            servers,
             identity,
             display_name,
             pins: pins::Pins::new(&options.state_dir),
@@ -565,7 +586,7 @@ impl Node {
 
     /// Whether agent tools are published (and their door declared).
     fn publishing(&self) -> bool {
-        !self.published.is_empty()
+        self.door.is_open()
     }
 
     /// What `connect` declares: the tools' commands, and the published
@@ -674,8 +695,9 @@ impl Node {
         // Requests of ours the gateway refused, by method: told once.
         let mut refused: HashSet<String> = HashSet::new();
         surface.ask(&outbox);
-        let mut publisher = plugin_tools::Publisher::new(self.published.clone());
+        let mut publisher = plugin_tools::Publisher::new(Arc::clone(&self.door));
         publisher.publish(&outbox);
+        let mut offered = self.door.changes();
         let mut surface_timer =
             tokio::time::interval_at(Instant::now() + SURFACE_PROBE, SURFACE_PROBE);
         // Host stats: once the commands are approved (before that the
@@ -766,6 +788,8 @@ impl Node {
                 _ = tokio::time::sleep_until(publisher.retry_at().unwrap_or_else(Instant::now)), if publisher.retry_at().is_some() => {
                     publisher.publish(&outbox);
                 }
+                // The door holds its sender: this never ends.
+                Ok(()) = offered.changed() => publisher.publish(&outbox),
                 _ = stats_timer.tick(), if stats && surface.approved => {
                     if let Some(event) = events::host_stats() {
                         outbox.request("node.event", event);
@@ -824,7 +848,7 @@ impl Node {
         done: mpsc::UnboundedSender<String>,
     ) {
         let tools = Arc::clone(&self.tools);
-        let publishing = self.publishing();
+        let door = self.publishing().then(|| Arc::clone(&self.door));
         let node_id = if request.node_id.is_empty() {
             self.identity.device_id.clone()
         } else {
@@ -865,8 +889,8 @@ impl Node {
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).
             let (outcome, decision, what, verdict) =
-                if publishing && request.command == plugin_tools::COMMAND {
-                    let called = plugin_tools::call(&tools, invocation).await;
+                if let Some(door) = door.filter(|_| request.command == plugin_tools::COMMAND) {
+                    let called = plugin_tools::call(&door, invocation).await;
                     let verdict = called.verdict();
                     (called.result, called.decision, called.label, verdict)
                 } else {

@@ -10,15 +10,18 @@
 //! This file only translates: a call goes to the same `Tools::invoke`
 //! (policy, approvals, audit, runner) as every other path.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::log::say;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
+use crate::links::mcp_servers::Servers;
 use crate::tools::{Invocation, ToolError, Tools, catalog};
 
 /// The command an agent's call arrives as.
@@ -29,70 +32,252 @@ pub const SERVER: &str = "clawbot";
 const PLUGIN_ID: &str = "node-mcp";
 /// The gateway keeps at most this many descriptors per node.
 const MAX_TOOLS: usize = 128;
+/// The gateway cuts a description to this many characters.
+const MAX_DESCRIPTION: usize = 1024;
+/// A name's characters, and its server part's.
+const MAX_NAME: usize = 64;
+const MAX_SERVER_PART: usize = 31;
 /// Transient refusals of a publication retried at most this often per
 /// connection.
 const MAX_RETRIES: u32 = 20;
 
-/// The descriptors of the tools this node offers (those it declares).
-pub fn descriptors(declared: &[String]) -> Vec<Value> {
+/// A tool offered to the gateway's agents: one of ours, or one a local MCP
+/// server serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offered {
+    pub server: String,
+    pub tool: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// Our own tools that this node declares, as offered.
+pub fn ours(declared: &[String]) -> Vec<Offered> {
     catalog::ENTRIES
         .iter()
         .filter(|e| declared.iter().any(|d| d == e.name))
-        .take(MAX_TOOLS)
-        .map(|e| {
-            json!({
-                "pluginId": PLUGIN_ID,
-                "name": tool_name(SERVER, e.name),
-                "description": e.description,
-                "parameters": (e.parameters)(),
-                "command": COMMAND,
-                "mcp": {"server": SERVER, "tool": e.name},
-            })
+        .map(|e| Offered {
+            server: SERVER.to_owned(),
+            tool: e.name.to_owned(),
+            description: e.description.to_owned(),
+            parameters: (e.parameters)(),
         })
         .collect()
+}
+
+/// The one door to the agents: what is offered now (ours, then each local
+/// server's), as descriptors within the gateway's rules, and which
+/// `{server, tool}` an agent may therefore call.
+pub struct Door {
+    ours: Vec<Offered>,
+    servers: Option<Arc<Servers>>,
+    tools: Arc<Tools>,
+    /// What the last descriptors offered, by `{server, tool}`.
+    published: Mutex<HashSet<(String, String)>>,
+    /// Bumped by nothing when there are no local servers.
+    quiet: watch::Sender<u64>,
+}
+
+impl Door {
+    pub fn new(ours: Vec<Offered>, servers: Option<Arc<Servers>>, tools: Arc<Tools>) -> Self {
+        Self {
+            ours,
+            servers,
+            tools,
+            published: Mutex::default(),
+            quiet: watch::channel(0).0,
+        }
+    }
+
+    /// Whether anything is ever published (and the door declared).
+    pub fn is_open(&self) -> bool {
+        !self.ours.is_empty() || self.servers.is_some()
+    }
+
+    /// Changes when what the local servers offer changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        match &self.servers {
+            Some(servers) => servers.changes(),
+            None => self.quiet.subscribe(),
+        }
+    }
+
+    /// The descriptors to publish now, and a line on each tool left out.
+    pub fn descriptors(&self) -> (Vec<Value>, Vec<String>) {
+        let mut offered = self.ours.clone();
+        if let Some(servers) = &self.servers {
+            offered.extend(servers.offered());
+        }
+        let forbids = |o: &Offered| {
+            let name = policy_name(&o.server, &o.tool);
+            self.tools.forbids(&name).then_some(name)
+        };
+        let (descriptors, notes, published) = describe(offered, forbids);
+        *self.published.lock().unwrap_or_else(|e| e.into_inner()) = published;
+        (descriptors, notes)
+    }
+
+    /// Why `{server, tool}` cannot be called, if it cannot: only what the
+    /// last descriptors offered can.
+    /// A forbidden tool is not offered, yet a call of it is left to the
+    /// policy, which says why (and audits it).
+    fn refuses(&self, server: &str, tool: &str) -> Option<ToolError> {
+        let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        let name = policy_name(server, tool);
+        if published.contains(&(server.to_owned(), tool.to_owned())) || self.tools.forbids(&name) {
+            return None;
+        }
+        let known = server == SERVER
+            || self
+                .servers
+                .as_ref()
+                .is_some_and(|s| s.names().any(|n| n == server));
+        Some(if known {
+            ToolError::new(
+                "MCP_TOOL_UNAVAILABLE",
+                format!("MCP tool {tool:?} is unavailable on server {server:?}"),
+            )
+        } else {
+            ToolError::new(
+                "MCP_SERVER_UNAVAILABLE",
+                format!("MCP server {server:?} is unavailable"),
+            )
+        })
+    }
+}
+
+/// What the policy calls a tool: ours by its command, a server's
+/// `SERVER.TOOL`.
+fn policy_name(server: &str, tool: &str) -> String {
+    if server == SERVER {
+        tool.to_owned()
+    } else {
+        format!("{server}.{tool}")
+    }
+}
+
+/// Descriptors within the gateway's rules, in order, at most 128: names as
+/// OpenClaw's node host forms them (`server_tool`, a case-insensitive clash
+/// numbered `_2`, `_3`…), descriptions cut to 1024 characters; forbidden
+/// tools (`--deny-command`) are not offered at all.
+fn describe(
+    offered: Vec<Offered>,
+    forbids: impl Fn(&Offered) -> Option<String>,
+) -> (Vec<Value>, Vec<String>, HashSet<(String, String)>) {
+    let mut descriptors = Vec::new();
+    let mut notes = Vec::new();
+    let mut published = HashSet::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut over = Vec::new();
+    for o in offered {
+        if let Some(name) = forbids(&o) {
+            notes.push(format!(
+                "{name} is not offered to agents: --deny-command forbids it"
+            ));
+            continue;
+        }
+        if descriptors.len() == MAX_TOOLS {
+            over.push(format!("{}.{}", o.server, o.tool));
+            continue;
+        }
+        let name = unique_name(&tool_name(&o.server, &o.tool), &mut taken);
+        let description = match o.description.trim() {
+            "" => o.tool.clone(),
+            d => d.chars().take(MAX_DESCRIPTION).collect(),
+        };
+        let parameters = match o.parameters {
+            p @ Value::Object(_) => p,
+            _ => json!({"type": "object", "properties": {}, "additionalProperties": true}),
+        };
+        descriptors.push(json!({
+            "pluginId": PLUGIN_ID,
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "command": COMMAND,
+            "mcp": {"server": o.server, "tool": o.tool},
+        }));
+        published.insert((o.server, o.tool));
+    }
+    if !over.is_empty() {
+        notes.push(format!(
+            "the gateway takes at most {MAX_TOOLS} tools per node: {} left out ({})",
+            over.len(),
+            over.join(", ")
+        ));
+    }
+    (descriptors, notes, published)
 }
 
 /// The agent-facing name, as OpenClaw's node host forms it: `server_tool`
 /// within the gateway's pattern `^[A-Za-z][A-Za-z0-9_-]{0,63}$`.
 fn tool_name(server: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        let mapped: String = s
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        mapped.trim_matches(['_', '-']).to_owned()
-    };
-    let server: String = clean(server).chars().take(31).collect();
-    let room = 64 - server.len() - 1;
-    let tool: String = clean(tool).chars().take(room).collect();
+    let server: String = fragment(server, "mcp")
+        .chars()
+        .take(MAX_SERVER_PART)
+        .collect();
+    let room = MAX_NAME - server.len() - 1;
+    let tool: String = fragment(tool, "tool").chars().take(room).collect();
     format!("{server}_{tool}")
 }
 
-/// Publishes the descriptors after every connect, and again (with a
-/// backoff, a bounded number of times) when the gateway puts it off as
-/// passing — `PAIRING_CHANGED` right after a reconnect; the gateway
-/// re-filters the list itself once the node's commands are approved.
+/// One part of a name: runs of other characters as `_`, no `_`/`-` at the
+/// ends, starting with a letter (`fallback_` put first otherwise).
+fn fragment(s: &str, fallback: &str) -> String {
+    let mut out = String::new();
+    for c in s.trim().chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches(['_', '-']);
+    match out.chars().next() {
+        None => fallback.to_owned(),
+        Some(c) if c.is_ascii_alphabetic() => out.to_owned(),
+        Some(_) => format!("{fallback}_{out}"),
+    }
+}
+
+/// `name`, or `name_2`, `name_3`… (cut to fit) when another tool has it,
+/// compared without case.
+fn unique_name(name: &str, taken: &mut HashSet<String>) -> String {
+    let mut candidate = name.to_owned();
+    let mut n = 2;
+    while !taken.insert(candidate.to_ascii_lowercase()) {
+        let suffix = format!("_{n}");
+        let base: String = name.chars().take(MAX_NAME - suffix.len()).collect();
+        candidate = format!("{base}{suffix}");
+        n += 1;
+    }
+    candidate
+}
+
+/// Publishes the door's descriptors after every connect and whenever what
+/// is offered changes, and again (with a backoff, a bounded number of
+/// times) when the gateway puts it off as passing — `PAIRING_CHANGED`
+/// right after a reconnect; the gateway re-filters the list itself once
+/// the node's commands are approved. A list the gateway settled (took or
+/// refused for good) is not sent again on the same connection.
 pub struct Publisher {
-    tools: Vec<Value>,
-    request_id: Option<String>,
+    door: Arc<Door>,
+    settled: Option<Vec<Value>>,
+    sending: Option<(String, Vec<Value>)>,
+    /// The left-out notes last told.
+    told: Vec<String>,
     retry_at: Option<Instant>,
     delay: Duration,
     retries: u32,
-    done: bool,
 }
 
 impl Publisher {
-    pub fn new(tools: Vec<Value>) -> Self {
+    pub fn new(door: Arc<Door>) -> Self {
         Self {
-            done: tools.is_empty(),
-            tools,
-            request_id: None,
+            door,
+            settled: None,
+            sending: None,
+            told: Vec::new(),
             retry_at: None,
             delay: Duration::from_millis(250),
             retries: 0,
@@ -100,11 +285,27 @@ impl Publisher {
     }
 
     pub fn publish(&mut self, outbox: &Outbox) {
-        if self.done {
+        if !self.door.is_open() {
             return;
         }
         self.retry_at = None;
-        self.request_id = outbox.request("node.pluginTools.update", json!({ "tools": self.tools }));
+        let (tools, notes) = self.door.descriptors();
+        if notes != self.told {
+            for note in &notes {
+                say(note);
+            }
+            self.told = notes;
+        }
+        let unchanged = |sent: &Vec<Value>| *sent == tools;
+        if self.settled.as_ref().is_some_and(unchanged)
+            || self.sending.as_ref().is_some_and(|(_, t)| unchanged(t))
+        {
+            return;
+        }
+        let params = json!({ "tools": tools });
+        self.sending = outbox
+            .request("node.pluginTools.update", params)
+            .map(|id| (id, tools));
     }
 
     /// When to publish again, if an answer asked for it.
@@ -115,13 +316,12 @@ impl Publisher {
     /// Takes the answer to a publish (anything else is not ours).
     /// `approved`: the gateway has approved this node's commands.
     pub fn answered(&mut self, id: &str, answer: Answer<'_>, approved: bool) {
-        if self.request_id.as_deref() != Some(id) {
+        let Some((_, tools)) = self.sending.take_if(|(sent, _)| sent == id) else {
             return;
-        }
-        self.request_id = None;
+        };
+        let sent = tools.len();
         let Some(e) = answer.error.filter(|_| !answer.ok) else {
-            self.done = true;
-            let sent = self.tools.len();
+            self.settled = Some(tools);
             let listed = answer
                 .payload
                 .and_then(|p| p["tools"].as_array())
@@ -154,7 +354,7 @@ impl Publisher {
             self.delay = (self.delay * 2).min(Duration::from_secs(5));
             return;
         }
-        self.done = true;
+        self.settled = Some(tools);
         say(&format!(
             "the gateway refused this node's tool descriptors: {}: {}",
             e.code, e.message
@@ -201,33 +401,42 @@ impl Called {
 
 /// `mcp.tools.call.v1 {server, tool, arguments}`: the named tool through
 /// the one dispatch, its answer as an MCP `CallToolResult`.
-pub async fn call(tools: &Arc<Tools>, mut inv: Invocation<'_>) -> Called {
-    let (tool, arguments) = match decode(inv.params_json) {
+pub async fn call(door: &Door, mut inv: Invocation<'_>) -> Called {
+    let tools = &door.tools;
+    let (server, tool, arguments) = match decode(inv.params_json) {
         Ok(decoded) => decoded,
         Err(e) => {
             tools.record_refused(&inv, &e);
             return Called::refused(COMMAND.to_owned(), e);
         }
     };
-    let label = format!("{tool} ({COMMAND})");
-    if !tools.declared().iter().any(|d| d == &tool) || catalog::entry(&tool).is_none() {
-        let error = ToolError::new(
-            "MCP_TOOL_UNAVAILABLE",
-            format!("MCP tool {tool:?} is unavailable on server \"{SERVER}\""),
-        );
+    if let Some(error) = door.refuses(&server, &tool) {
         tools.record_refused(&inv, &error);
-        return Called::refused(label, error);
+        return Called::refused(format!("{server}.{tool} ({COMMAND})"), error);
     }
-    let arguments = arguments.to_string();
-    inv.command = &tool;
-    inv.params_json = Some(&arguments);
-    let (outcome, decision) = tools.invoke(inv).await;
+    let (label, outcome, decision) = match &door.servers {
+        Some(servers) if server != SERVER => {
+            let (outcome, decision) = tools
+                .invoke_upstream(&inv, servers.as_ref(), &server, &tool, arguments)
+                .await;
+            (format!("{server}.{tool} ({COMMAND})"), outcome, decision)
+        }
+        _ => {
+            let arguments = arguments.to_string();
+            inv.command = &tool;
+            inv.params_json = Some(&arguments);
+            let (outcome, decision) = tools.invoke(inv).await;
+            // The result once, as structured content (OpenClaw's agent
+            // shows it as JSON text itself), never twice.
+            let outcome = outcome.map(|value| json!({"content": [], "structuredContent": value}));
+            (format!("{tool} ({COMMAND})"), outcome, decision)
+        }
+    };
     let result = match outcome {
-        // The result once, as structured content (OpenClaw's agent shows
-        // it as JSON text itself), never twice.
-        Ok(value) => Ok(json!({"content": [], "structuredContent": value})),
-        // Cancelled: answered CANCELLED, as every command here is.
-        Err(e) if e.code == "CANCELLED" => Err(e),
+        Ok(result) => Ok(result),
+        // Cancelled, or the server could not answer (OpenClaw's MCP_*
+        // codes): a failed invoke, as OpenClaw's node host answers.
+        Err(e) if e.code == "CANCELLED" || e.code.starts_with("MCP_") => Err(e),
         // The tool ran (or was refused) and failed: a result the agent
         // reads, with the node's code and what to do.
         Err(e) => Ok(json!({
@@ -245,7 +454,7 @@ pub async fn call(tools: &Arc<Tools>, mut inv: Invocation<'_>) -> Called {
 
 /// The call's `{server, tool, arguments}`, checked as OpenClaw's node
 /// host checks them; parsed once, the arguments taken, not copied.
-fn decode(params_json: Option<&str>) -> Result<(String, Value), ToolError> {
+fn decode(params_json: Option<&str>) -> Result<(String, String, Value), ToolError> {
     let invalid = |m: &str| ToolError::new("INVALID_REQUEST", m.to_owned());
     let text = params_json.ok_or_else(|| invalid("paramsJSON required"))?;
     let mut params: Value =
@@ -253,16 +462,8 @@ fn decode(params_json: Option<&str>) -> Result<(String, Value), ToolError> {
     if !params.is_object() {
         return Err(invalid("MCP tool params must be an object"));
     }
-    let server = params["server"]
-        .as_str()
-        .map(str::trim)
-        .unwrap_or("")
-        .to_owned();
-    let tool = params["tool"]
-        .as_str()
-        .map(str::trim)
-        .unwrap_or("")
-        .to_owned();
+    let part = |key: &str| params[key].as_str().map(str::trim).unwrap_or("").to_owned();
+    let (server, tool) = (part("server"), part("tool"));
     if server.is_empty() || tool.is_empty() {
         return Err(invalid("server and tool required"));
     }
@@ -271,18 +472,25 @@ fn decode(params_json: Option<&str>) -> Result<(String, Value), ToolError> {
         arguments @ Value::Object(_) => arguments,
         _ => return Err(invalid("arguments must be an object")),
     };
-    if server != SERVER {
-        return Err(ToolError::new(
-            "MCP_SERVER_UNAVAILABLE",
-            format!("MCP server {server:?} is unavailable"),
-        ));
-    }
-    Ok((tool, arguments))
+    Ok((server, tool, arguments))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn offered(server: &str, tool: &str) -> Offered {
+        Offered {
+            server: server.into(),
+            tool: tool.into(),
+            description: format!("{tool} of {server}"),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    fn none(_: &Offered) -> Option<String> {
+        None
+    }
 
     /// The gateway's own rules (`node-plugin-tool-snapshot`, the schema in
     /// `nodes-*.mjs`): a closed descriptor, the name pattern, a non-empty
@@ -291,9 +499,20 @@ mod tests {
     #[test]
     fn descriptors_pass_the_gateways_rules() {
         let declared = crate::tools::available_commands();
-        let all = descriptors(&declared);
+        let mut all = ours(&declared);
         assert_eq!(all.len(), catalog::ENTRIES.len());
-        let pattern = regex_lite(&all);
+        let mut long = offered("srv", "long");
+        long.description = "é".repeat(3000);
+        long.parameters = json!("not a schema");
+        all.push(long);
+        all.extend((0..200).map(|i| offered("many", &format!("t{i}"))));
+        let (all, notes, published) = describe(all, none);
+        assert_eq!(all.len(), MAX_TOOLS);
+        assert_eq!(published.len(), MAX_TOOLS);
+        assert!(
+            notes[0].contains("at most 128 tools per node: 81 left out"),
+            "{notes:?}"
+        );
         for d in &all {
             let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
             for key in &keys {
@@ -312,17 +531,18 @@ mod tests {
             }
             assert_eq!(d["pluginId"], "node-mcp");
             assert_eq!(d["command"], COMMAND);
-            assert_eq!(d["mcp"]["server"], SERVER);
             let description = d["description"].as_str().unwrap();
             assert!(!description.is_empty() && description.chars().count() <= 1024);
             assert!(d["parameters"].is_object());
+            assert!(valid_name(d["name"].as_str().unwrap()), "{d}");
         }
-        assert!(
-            pattern,
-            "every name matches ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$"
-        );
         assert_eq!(all[0]["name"], "clawbot_read_file");
-        let only = descriptors(&["write_file".to_owned(), "system.run".to_owned()]);
+        assert_eq!(
+            all[0]["mcp"],
+            json!({"server": "clawbot", "tool": "read_file"})
+        );
+        assert_eq!(all[8]["parameters"]["type"], "object");
+        let only = ours(&["write_file".to_owned(), "system.run".to_owned()]);
         assert_eq!(
             only.len(),
             1,
@@ -330,21 +550,50 @@ mod tests {
         );
     }
 
-    fn regex_lite(all: &[Value]) -> bool {
-        all.iter().all(|d| {
-            let name = d["name"].as_str().unwrap();
-            let mut chars = name.chars();
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                && name.len() <= 64
-        })
+    fn valid_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && name.len() <= 64
     }
 
     #[test]
-    fn names_are_sanitised_and_bounded() {
+    fn names_follow_openclaws_node_host() {
         assert_eq!(tool_name("clawbot", "read_file"), "clawbot_read_file");
         assert_eq!(tool_name("my server!", "do.it"), "my_server_do_it");
+        assert_eq!(tool_name("everything", "get-sum"), "everything_get-sum");
+        assert_eq!(tool_name("!!", "9lives"), "mcp_tool_9lives");
+        assert_eq!(tool_name(&"s".repeat(40), "t").len(), 33);
         assert_eq!(tool_name("s", &"x".repeat(100)).len(), 64);
+        // Clashes, without case, are numbered, within 64.
+        let (all, _, _) = describe(
+            vec![
+                offered("a", "b.c"),
+                offered("a", "B_c"),
+                offered("a", "b c"),
+            ],
+            none,
+        );
+        let names: Vec<&str> = all.iter().map(|d| d["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["a_b_c", "a_B_c_2", "a_b_c_3"]);
+        let mut taken = HashSet::new();
+        let long = "x".repeat(64);
+        unique_name(&long, &mut taken);
+        assert_eq!(unique_name(&long, &mut taken).len(), 64);
+    }
+
+    #[test]
+    fn forbidden_tools_are_not_offered() {
+        let (all, notes, published) =
+            describe(vec![offered("fs", "write"), offered("fs", "read")], |o| {
+                (o.tool == "write").then(|| "fs.write".to_owned())
+            });
+        assert_eq!(all.len(), 1);
+        assert!(!published.contains(&("fs".to_owned(), "write".to_owned())));
+        assert_eq!(
+            notes,
+            ["fs.write is not offered to agents: --deny-command forbids it"]
+        );
     }
 
     #[test]
@@ -360,11 +609,11 @@ mod tests {
             )),
             "INVALID_REQUEST"
         );
+        let (server, tool, args) =
+            decode(Some(r#"{"server":" clawbot ","tool":"system_info"}"#)).unwrap();
         assert_eq!(
-            code(Some(r#"{"server":"other","tool":"read_file"}"#)),
-            "MCP_SERVER_UNAVAILABLE"
+            (server.as_str(), tool.as_str(), args),
+            ("clawbot", "system_info", json!({}))
         );
-        let (tool, args) = decode(Some(r#"{"server":"clawbot","tool":"system_info"}"#)).unwrap();
-        assert_eq!((tool.as_str(), args), ("system_info", json!({})));
     }
 }

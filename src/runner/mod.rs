@@ -34,7 +34,7 @@ mod windows;
 use windows as platform;
 
 pub use capture::{Capture, Captured, incomplete_suffix_len};
-pub use resident::{Launch, Pipes, Resident};
+pub use resident::{Launch, Resident};
 pub use tap::{Tap, Tapped};
 
 use std::ffi::OsString;

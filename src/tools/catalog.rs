@@ -92,11 +92,6 @@ fn no_parameters() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-/// The entry for `name`, if it is one of the published tools.
-pub fn entry(name: &str) -> Option<&'static Entry> {
-    ENTRIES.iter().find(|e| e.name == name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +112,5 @@ mod tests {
             }
             assert!(e.description.len() > 40, "{} says what it does", e.name);
         }
-        assert!(entry("read_file").is_some() && entry("system.run").is_none());
     }
 }

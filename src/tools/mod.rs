@@ -218,6 +218,12 @@ impl Tools {
         &self.workspace
     }
 
+    /// Whether the policy forbids the command `name` outright (a tool not
+    /// worth offering).
+    pub fn forbids(&self, name: &str) -> bool {
+        self.policy.forbids(name)
+    }
+
     /// Runs one invocation; the result, and how the policy decided (for
     /// the node's log: `allowed:safe`, `allowed:user-once`, `refused:...`).
     pub async fn invoke(

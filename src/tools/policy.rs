@@ -167,6 +167,18 @@ impl Policy {
         &self.document
     }
 
+    /// Whether `--deny-command` forbids the command `name` outright.
+    pub fn forbids(&self, name: &str) -> bool {
+        let call = Call {
+            command: name.to_owned(),
+            risk: Risk::Risky,
+            summary: String::new(),
+            exec: None,
+            agent: None,
+        };
+        self.denied(&call).is_some()
+    }
+
     /// The forbidden rules, which nothing overrides.
     fn forbidden(&self, call: &Call) -> Option<Decision> {
         if let Some(name) = self.denied(call) {

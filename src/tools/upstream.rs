@@ -27,15 +27,16 @@ pub trait Upstream: Send + Sync {
     /// `MCP_TOOL_UNAVAILABLE`) why it cannot be called now.
     fn lookup(&self, server: &str, tool: &str) -> Result<Risk, ToolError>;
 
-    /// Calls it: an MCP `CallToolResult` as JSON, or why not. Must give up
-    /// within `timeout` and, once `cancel` fires, tell the server and
-    /// return.
+    /// Calls it: an MCP `CallToolResult` as JSON within `max_bytes`, or
+    /// why not. Must give up within `timeout` and, once `cancel` fires,
+    /// tell the server and return.
     fn call(
         &self,
         server: &str,
         tool: &str,
         arguments: Value,
         timeout: Duration,
+        max_bytes: usize,
         cancel: CancellationToken,
     ) -> Reply;
 }
@@ -72,7 +73,14 @@ impl Tools {
                 return Err(refusal_of(verdict));
             }
             upstream
-                .call(server, tool, arguments, inv.timeout, inv.cancel.clone())
+                .call(
+                    server,
+                    tool,
+                    arguments,
+                    inv.timeout,
+                    inv.max_bytes,
+                    inv.cancel.clone(),
+                )
                 .await
         }
         .await;
@@ -121,6 +129,7 @@ mod tests {
             tool: &str,
             arguments: Value,
             _timeout: Duration,
+            _max_bytes: usize,
             _cancel: CancellationToken,
         ) -> Reply {
             self.called.lock().unwrap().push(tool.to_owned());

@@ -241,6 +241,12 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     if o.no_agent_tools {
         args.push(word("--no-agent-tools"));
     }
+    for server in &o.mcp.flags {
+        args.extend([word("--mcp-server"), server.clone()]);
+    }
+    if let Some(file) = &o.mcp.file {
+        args.extend([word("--mcp-config"), file.to_string_lossy().into_owned()]);
+    }
     let mut secrets = Vec::new();
     if let Some(token) = &o.token {
         secrets.push((TOKEN_KEY.to_owned(), token.clone()));
