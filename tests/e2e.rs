@@ -936,6 +936,111 @@ fn e2e_an_agent_calls_the_nodes_published_tools_with_no_allowlist_edit() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_agent_calls_a_real_mcp_server_through_the_node() {
+    // Two MCP servers nobody here wrote, from the npm registry
+    // (scripts/sandbox.sh install): the filesystem server on a directory
+    // of its own, and the "everything" server, which announces a tool
+    // list change right after it starts.
+    let bin = PathBuf::from(std::env::var("CLAWBOT_SANDBOX_MCP_BIN").expect("scripts/e2e.sh"));
+    let docs = tempfile::tempdir().unwrap();
+    let docs_dir = docs.path().canonicalize().unwrap();
+    std::fs::write(docs_dir.join("note.txt"), "mcp-proxied-content-77\n").unwrap();
+    let fs = format!(
+        "fs={} {}",
+        bin.join("mcp-server-filesystem").display(),
+        docs_dir.display()
+    );
+    let everything = format!("everything={}", bin.join("mcp-server-everything").display());
+    let node = RealNode::start(
+        "e2e-mcp",
+        &[
+            "--mcp-server",
+            &fs,
+            "--mcp-server",
+            &everything,
+            "--deny-command",
+            "fs.move_file",
+        ],
+    );
+    node.approve_surface();
+    node.wait_log("MCP server fs (pid", Duration::from_secs(60));
+    node.wait_log(
+        "MCP server everything announced a tool list change; listing again",
+        Duration::from_secs(60),
+    );
+    let published = |log: &str| log.matches("published ").count();
+    let log = node.wait_log(
+        "fs.move_file is not offered to agents",
+        Duration::from_secs(30),
+    );
+    assert!(!log.contains("MCP server fs cannot start"), "{log}");
+    let agent = |message: &str| {
+        run(real_router().args(["-a", "main", "-m", message, "--timeout", "120"])).content()
+    };
+    let note = docs_dir.join("note.txt").display().to_string();
+    let read = format!(r#"[[tool:fs_read_text_file {{"path": "{note}"}}]]"#);
+    // Read-only (readOnlyHint): runs at once.
+    let answer = agent(&read);
+    assert!(
+        answer.contains("mcp-proxied-content-77"),
+        "{answer}\n{}",
+        node.log()
+    );
+    let sum = agent(r#"[[tool:everything_get-sum {"a": 2, "b": 40}]]"#);
+    assert!(sum.contains("42"), "{sum}");
+    // Destructive, no terminal, no pre-approval: the node's policy refuses.
+    let made = docs_dir.join("made.txt").display().to_string();
+    let write = agent(&format!(
+        r#"[[tool:fs_write_file {{"path": "{made}", "content": "x"}}]]"#
+    ));
+    assert!(write.contains("USER_REJECTED"), "{write}");
+    assert!(!docs_dir.join("made.txt").exists());
+    // Forbidden: not offered, and refused when called anyway.
+    let moved = node.invoke(
+        "mcp.tools.call.v1",
+        json!({"server": "fs", "tool": "move_file", "arguments": {"source": note, "destination": made}}),
+    );
+    assert!(moved.to_string().contains("FORBIDDEN"), "{moved}");
+    assert!(docs_dir.join("note.txt").exists());
+    // Killed mid-session: withdrawn, started again, published again.
+    let log = node.log();
+    let pid: i32 = log
+        .split("MCP server fs (pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .expect("the server's pid in the log");
+    let before = published(&log);
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    node.wait_log("MCP server fs exited (signal: 9", Duration::from_secs(30));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(node.log().matches("MCP server fs (pid").count() == 2
+        && published(&node.log()) >= before + 2)
+    {
+        assert!(Instant::now() < deadline, "not back: {}", node.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let again = agent(&read);
+    assert!(
+        again.contains("mcp-proxied-content-77"),
+        "{again}\n{}",
+        node.log()
+    );
+    let log = node.log();
+    for call in [
+        "fs.read_text_file (mcp.tools.call.v1) → ok (allowed:safe)",
+        "everything.get-sum (mcp.tools.call.v1) → ok (allowed:safe)",
+        "fs.write_file (mcp.tools.call.v1) → USER_REJECTED (refused:APPROVAL_REQUIRED)",
+        "fs.move_file (mcp.tools.call.v1) → FORBIDDEN (refused:FORBIDDEN)",
+    ] {
+        assert!(log.contains(call), "{call}: {log}");
+    }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_an_agents_exec_on_the_node_runs_here() {
     let node = RealNode::start("e2e-exec", &["--allow-command", "system.run"]);
     node.approve_surface();

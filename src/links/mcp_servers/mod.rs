@@ -389,6 +389,7 @@ async fn serve(slot: &Slot, changed: &watch::Sender<u64>, stop: &CancellationTok
             tokio::select! {
                 status = resident.exited() => return failed(format!("exited ({})", exit(status)), true),
                 _ = list_changed.notified() => {
+                    say(&format!("MCP server {} announced a tool list change; listing again", slot.name));
                     let fresh = match list(&slot.name, &peer).await {
                         Ok(fresh) => fresh,
                         Err(why) => return failed(format!("changed its tools and then {why}"), true),
