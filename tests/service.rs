@@ -274,9 +274,19 @@ fn a_system_service_runs_as_the_account_that_ran_sudo_never_as_root() {
 #[test]
 fn the_unit_passes_systemd_analyze_verify() {
     let m = FakeSystemd::new();
+    let mcp_config = m.path("mcp servers.json");
+    std::fs::write(
+        &mcp_config,
+        r#"{"mcpServers": {"db": {"command": "db-mcp", "env": {"DB_PASSWORD": "in-the-file-only"}}}}"#,
+    )
+    .unwrap();
     let out = m.node(
         &[
             "install",
+            "--mcp-server",
+            "fs=npx -y '@scope/server x' \"$HOME\" 100%",
+            "--mcp-config",
+            mcp_config.to_str().unwrap(),
             "--gateway",
             "wss://gw.example.test:18789/open%20claw",
             "--tls-fingerprint",
@@ -294,6 +304,9 @@ fn the_unit_passes_systemd_analyze_verify() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let unit = String::from_utf8(out.stdout).unwrap();
     assert!(!unit.contains(TOKEN));
+    // The MCP servers as given; a config file's secrets stay in the file.
+    assert!(unit.contains("--mcp-server \"fs=npx -y '@scope/server x' \\\"$$HOME\\\" 100%%\""), "{unit}");
+    assert!(unit.contains("--mcp-config \"/") && !unit.contains("in-the-file-only"), "{unit}");
     assert!(
         m.calls().is_empty() && !m.unit().exists(),
         "--print writes nothing"
