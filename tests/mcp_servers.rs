@@ -213,6 +213,36 @@ async fn allow_and_deny_name_a_servers_tools() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn words_on_a_servers_stdout_are_skipped_not_fatal() {
+    let (gw, node, _dir) = with_fake(&[], "--banner").await;
+    published_until(&gw, &node, |n| n.iter().any(|n| n == "fake_echo")).await;
+    let junk = payload(&call(&gw, "junk", json!({})).await);
+    assert_eq!(junk["content"][0]["text"], "after junk", "{junk}");
+    let big = payload(&call(&gw, "big", json!({"bytes": 3_000_000})).await);
+    assert!(big.to_string().len() < 3_000_000, "cut to the result limit");
+    let answer = payload(&call(&gw, "echo", json!({"text": "still"})).await);
+    assert_eq!(answer["content"][0]["text"], "echo: still");
+    assert_eq!(
+        node.stderr().matches("MCP server fake (pid").count(),
+        1,
+        "never restarted: {}",
+        node.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restricted_surface_still_publishes_the_local_servers() {
+    let (gw, node, _dir) = with_fake(&["--commands", "system.which"], "").await;
+    let names = published_until(&gw, &node, |n| n.iter().any(|n| n == "fake_echo")).await;
+    assert!(
+        names.iter().all(|n| n.starts_with("fake_")),
+        "none of ours: {names:?}"
+    );
+    let commands = gw.connects()[0]["commands"].clone();
+    assert_eq!(commands, json!(["system.which", "mcp.tools.call.v1"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_from_the_gateway_reaches_the_server() {
     let (gw, _node, dir) = with_fake(&[], "").await;
     let params = json!({"server": "fake", "tool": "slow", "arguments": {}}).to_string();

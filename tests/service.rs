@@ -305,8 +305,14 @@ fn the_unit_passes_systemd_analyze_verify() {
     let unit = String::from_utf8(out.stdout).unwrap();
     assert!(!unit.contains(TOKEN));
     // The MCP servers as given; a config file's secrets stay in the file.
-    assert!(unit.contains("--mcp-server \"fs=npx -y '@scope/server x' \\\"$$HOME\\\" 100%%\""), "{unit}");
-    assert!(unit.contains("--mcp-config \"/") && !unit.contains("in-the-file-only"), "{unit}");
+    assert!(
+        unit.contains("--mcp-server \"fs=npx -y '@scope/server x' \\\"$$HOME\\\" 100%%\""),
+        "{unit}"
+    );
+    assert!(
+        unit.contains("--mcp-config \"/") && !unit.contains("in-the-file-only"),
+        "{unit}"
+    );
     assert!(
         m.calls().is_empty() && !m.unit().exists(),
         "--print writes nothing"
