@@ -13,9 +13,16 @@
 7. a published tool (node-mcp): `mcp.tools.call.v1 {server: clawbot, tool:
    read_file}` vs `node.invoke read_file` of the same file, from one
    operator WebSocket, rounds interleaved (p50/p90/p99 per round).
+8. a local MCP server proxied to the agents: the same server
+   (@modelcontextprotocol/server-filesystem, from scripts/sandbox.sh
+   install) behind `clawbot_router node --mcp-server` and behind
+   `openclaw node run` (nodeHost.mcp.servers), on one gateway: start →
+   the server's tool answering, RSS of each node process and of its whole
+   tree (the server included), and the `mcp.tools.call.v1 read_text_file`
+   round trip, rounds interleaved.
 Prints figures; asserts nothing.
 
-Usage: python3 scripts/bench_openclaw.py [--only 4|5|7] [--runs N]
+Usage: python3 scripts/bench_openclaw.py [--only 4|5|7|8] [--runs N]
 """
 import argparse
 import json
@@ -208,9 +215,91 @@ def bench_published(rounds, per_round=200):
         proc.wait(10)
 
 
+def proc_rss_kib(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def bench_mcp_proxy(rounds, per_round=200):
+    bin_dir = os.environ.get("CLAWBOT_SANDBOX_MCP_BIN")
+    if not bin_dir:
+        sys.exit("CLAWBOT_SANDBOX_MCP_BIN unset: scripts/sandbox.sh install, then eval its env")
+    server = os.path.join(bin_dir, "mcp-server-filesystem")
+    tmp = tempfile.mkdtemp()
+    docs = os.path.join(tmp, "docs")
+    os.makedirs(docs)
+    with open(os.path.join(docs, "bench.txt"), "w") as f:
+        f.write("proxied tool bench\n" * 20)
+    with open(os.path.join(tmp, "oc.json"), "w") as f:
+        json.dump({"nodeHost": {"mcp": {"servers": {"fs": {"command": server, "args": [docs]}}}}}, f)
+    port = os.environ["OPENCLAW_GATEWAY_URL"].rsplit(":", 1)[1]
+    hosts = {
+        "clawbot_router node": ("bench-mcp-ours", [ROUTER, "node", "--display-name", "bench-mcp-ours", "--state-dir",
+                                                   f"{tmp}/ours", "--workspace", tmp, "--mcp-server",
+                                                   f"fs={server} {docs}"]),
+        "openclaw node run  ": ("bench-mcp-openclaw",
+                                ["env", f"OPENCLAW_STATE_DIR={tmp}/oc-node", f"OPENCLAW_CONFIG_PATH={tmp}/oc.json",
+                                 "openclaw", "node", "run", "--host", "127.0.0.1", "--port", port, "--no-tls",
+                                 "--display-name", "bench-mcp-openclaw"]),
+    }
+    params = {"server": "fs", "tool": "read_text_file", "arguments": {"path": os.path.join(docs, "bench.txt")}}
+    procs, nodes = {}, {}
+    try:
+        for label, (name, argv) in hosts.items():
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+            procs[label] = proc
+            found = []
+            wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
+            request, node_id = found[-1]
+            openclaw("nodes", "approve", request)
+            nodes[label] = node_id
+
+            def answers():
+                out = subprocess.run(["node", OPERATOR, "invoke", node_id, "1", "mcp.tools.call.v1",
+                                      json.dumps(params)], capture_output=True, text=True)
+                return out.returncode == 0
+
+            wait_for(answers, step=0.2)
+            print(f"{label}: start → the proxied tool answers {time.perf_counter() - t0:.1f} s "
+                  f"(including one `openclaw nodes approve`)")
+        time.sleep(2)
+        for label, proc in procs.items():
+            # `env` execs openclaw: the Popen pid is the node process itself.
+            print(f"{label}: RSS node process {proc_rss_kib(proc.pid)/1024:.1f} MiB, "
+                  f"whole tree (the MCP server included) {tree_rss_kib(proc.pid)/1024:.1f} MiB")
+        results = {label: [] for label in hosts}
+        for _ in range(rounds):  # interleaved, so drift hits both alike
+            for label in hosts:
+                out = subprocess.run(["node", OPERATOR, "invoke", nodes[label], str(per_round),
+                                      "mcp.tools.call.v1", json.dumps(params)], capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"{label}: {out.stderr.strip()}")
+                results[label].append(json.loads(out.stdout))
+        for label, runs in results.items():
+            print(f"{label}: fs.read_text_file " + "; ".join(
+                f"p50 {r['p50']:.2f} p90 {r['p90']:.2f} p99 {r['p99']:.2f} ms" for r in runs))
+        ours, theirs = results.values()
+        print("p50 ratio openclaw node run / ours per round: " +
+              ", ".join(f"{t['p50'] / o['p50']:.2f}x" for o, t in zip(ours, theirs)))
+    finally:
+        for proc in procs.values():
+            try:
+                os.killpg(proc.pid, 15)
+                proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, 9)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", type=int, choices=(4, 5, 7), help="run one item only")
+    ap.add_argument("--only", type=int, choices=(4, 5, 7, 8), help="run one item only")
     ap.add_argument("--runs", type=int, default=10, help="router calls per path in item 5")
     args = ap.parse_args()
     if "OPENCLAW_GATEWAY_URL" not in os.environ:
@@ -230,6 +319,8 @@ def main():
         bench_turn(args.runs)
     if args.only in (None, 7):
         bench_published(3)
+    if args.only in (None, 8):
+        bench_mcp_proxy(3)
 
 
 if __name__ == "__main__":
