@@ -176,6 +176,24 @@ def bench_turn(runs):
               f"{w*1e3:.0f} ms ({c/w:.1f}x faster than --via cli)")
 
 
+def interleaved(paths, rounds, per_round):
+    """{label: (node id, command, params)}: `per_round` invokes of each
+    from one operator WebSocket, the paths taking turns round by round (so
+    drift hits all alike); prints and returns {label: [stats per round]}."""
+    results = {label: [] for label in paths}
+    for _ in range(rounds):
+        for label, (node_id, command, params) in paths.items():
+            out = subprocess.run(["node", OPERATOR, "invoke", node_id, str(per_round), command,
+                                  json.dumps(params)], capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"{label}: {out.stderr.strip()}")
+            results[label].append(json.loads(out.stdout))
+    for label, runs in results.items():
+        print(f"{label}: " + "; ".join(
+            f"p50 {r['p50']:.2f} p90 {r['p90']:.2f} p99 {r['p99']:.2f} ms" for r in runs))
+    return results
+
+
 def bench_published(rounds, per_round=200):
     tmp = tempfile.mkdtemp()
     with open(os.path.join(tmp, "bench.txt"), "w") as f:
@@ -196,17 +214,8 @@ def bench_published(rounds, per_round=200):
             "mcp.tools.call.v1 read_file ": ("mcp.tools.call.v1",
                                              {"server": "clawbot", "tool": "read_file", "arguments": args}),
         }
-        results = {label: [] for label in paths}
-        for _ in range(rounds):  # interleaved, so drift hits both alike
-            for label, (command, params) in paths.items():
-                out = subprocess.run(["node", OPERATOR, "invoke", node_id, str(per_round), command,
-                                      json.dumps(params)], capture_output=True, text=True)
-                if out.returncode != 0:
-                    sys.exit(f"{label}: {out.stderr.strip()}")
-                results[label].append(json.loads(out.stdout))
-        for label, runs in results.items():
-            print(f"{label}: " + "; ".join(
-                f"p50 {r['p50']:.2f} p90 {r['p90']:.2f} p99 {r['p99']:.2f} ms" for r in runs))
+        results = interleaved({label: (node_id, command, params) for label, (command, params) in paths.items()},
+                              rounds, per_round)
         a, b = results.values()
         ratios = [y["p50"] / x["p50"] for x, y in zip(a, b)]
         print(f"p50 ratio published / direct per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
@@ -274,17 +283,8 @@ def bench_mcp_proxy(rounds, per_round=200):
             # `env` execs openclaw: the Popen pid is the node process itself.
             print(f"{label}: RSS node process {proc_rss_kib(proc.pid)/1024:.1f} MiB, "
                   f"whole tree (the MCP server included) {tree_rss_kib(proc.pid)/1024:.1f} MiB")
-        results = {label: [] for label in hosts}
-        for _ in range(rounds):  # interleaved, so drift hits both alike
-            for label in hosts:
-                out = subprocess.run(["node", OPERATOR, "invoke", nodes[label], str(per_round),
-                                      "mcp.tools.call.v1", json.dumps(params)], capture_output=True, text=True)
-                if out.returncode != 0:
-                    sys.exit(f"{label}: {out.stderr.strip()}")
-                results[label].append(json.loads(out.stdout))
-        for label, runs in results.items():
-            print(f"{label}: fs.read_text_file " + "; ".join(
-                f"p50 {r['p50']:.2f} p90 {r['p90']:.2f} p99 {r['p99']:.2f} ms" for r in runs))
+        results = interleaved({f"{label} fs.read_text_file": (nodes[label], "mcp.tools.call.v1", params)
+                               for label in hosts}, rounds, per_round)
         ours, theirs = results.values()
         print("p50 ratio openclaw node run / ours per round: " +
               ", ".join(f"{t['p50'] / o['p50']:.2f}x" for o, t in zip(ours, theirs)))
