@@ -37,6 +37,10 @@ const MAX_DESCRIPTION: usize = 1024;
 /// A name's characters, and its server part's.
 const MAX_NAME: usize = 64;
 const MAX_SERVER_PART: usize = 31;
+/// A descriptor's bytes, and all of them together, at most (OpenClaw's
+/// node host's bounds: a publication far below the gateway's frame limit).
+const MAX_DESCRIPTOR_BYTES: usize = 1 << 20;
+const MAX_CATALOG_BYTES: usize = 10 << 20;
 /// Transient refusals of a publication retried at most this often per
 /// connection.
 const MAX_RETRIES: u32 = 20;
@@ -110,7 +114,9 @@ impl Door {
         }
         let forbids = |o: &Offered| {
             let name = policy_name(&o.server, &o.tool);
-            self.tools.forbids(&name).then_some(name)
+            self.tools
+                .forbids(&name, o.server != SERVER)
+                .then_some(name)
         };
         let (descriptors, notes, published) = describe(offered, forbids);
         *self.published.lock().unwrap_or_else(|e| e.into_inner()) = published;
@@ -124,7 +130,9 @@ impl Door {
     fn refuses(&self, server: &str, tool: &str) -> Option<ToolError> {
         let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         let name = policy_name(server, tool);
-        if published.contains(&(server.to_owned(), tool.to_owned())) || self.tools.forbids(&name) {
+        if published.contains(&(server.to_owned(), tool.to_owned()))
+            || self.tools.forbids(&name, server != SERVER)
+        {
             return None;
         }
         let known = server == SERVER
@@ -169,6 +177,7 @@ fn describe(
     let mut published = HashSet::new();
     let mut taken: HashSet<String> = HashSet::new();
     let mut over = Vec::new();
+    let mut bytes = 0;
     for o in offered {
         if let Some(name) = forbids(&o) {
             notes.push(format!(
@@ -189,14 +198,25 @@ fn describe(
             p @ Value::Object(_) => p,
             _ => json!({"type": "object", "properties": {}, "additionalProperties": true}),
         };
-        descriptors.push(json!({
+        let descriptor = json!({
             "pluginId": PLUGIN_ID,
             "name": name,
             "description": description,
             "parameters": parameters,
             "command": COMMAND,
             "mcp": {"server": o.server, "tool": o.tool},
-        }));
+        });
+        let size = descriptor.to_string().len();
+        if size > MAX_DESCRIPTOR_BYTES || bytes + size > MAX_CATALOG_BYTES {
+            taken.remove(&name.to_ascii_lowercase());
+            notes.push(format!(
+                "{}.{} is not offered to agents: its descriptor is {size} bytes (at most {MAX_DESCRIPTOR_BYTES} each, {MAX_CATALOG_BYTES} in all)",
+                o.server, o.tool
+            ));
+            continue;
+        }
+        bytes += size;
+        descriptors.push(descriptor);
         published.insert((o.server, o.tool));
     }
     if !over.is_empty() {
@@ -225,12 +245,15 @@ fn tool_name(server: &str, tool: &str) -> String {
 /// ends, starting with a letter (`fallback_` put first otherwise).
 fn fragment(s: &str, fallback: &str) -> String {
     let mut out = String::new();
+    let mut in_run = false;
     for c in s.trim().chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+        let kept = c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if kept {
             out.push(c);
-        } else if !out.ends_with('_') {
+        } else if !in_run {
             out.push('_');
         }
+        in_run = !kept;
     }
     let out = out.trim_matches(['_', '-']);
     match out.chars().next() {
@@ -296,10 +319,13 @@ impl Publisher {
             }
             self.told = notes;
         }
-        let unchanged = |sent: &Vec<Value>| *sent == tools;
-        if self.settled.as_ref().is_some_and(unchanged)
-            || self.sending.as_ref().is_some_and(|(_, t)| unchanged(t))
-        {
+        // Nothing new: what is on its way, or (nothing on its way) what the
+        // gateway settled.
+        let latest = match &self.sending {
+            Some((_, sending)) => Some(sending),
+            None => self.settled.as_ref(),
+        };
+        if latest == Some(&tools) {
             return;
         }
         let params = json!({ "tools": tools });
@@ -467,10 +493,10 @@ fn decode(params_json: Option<&str>) -> Result<(String, String, Value), ToolErro
     if server.is_empty() || tool.is_empty() {
         return Err(invalid("server and tool required"));
     }
-    let arguments = match params["arguments"].take() {
-        Value::Null => json!({}),
-        arguments @ Value::Object(_) => arguments,
-        _ => return Err(invalid("arguments must be an object")),
+    let arguments = match params.get_mut("arguments").map(Value::take) {
+        None => json!({}),
+        Some(arguments @ Value::Object(_)) => arguments,
+        Some(_) => return Err(invalid("arguments must be an object")),
     };
     Ok((server, tool, arguments))
 }
@@ -563,6 +589,7 @@ mod tests {
         assert_eq!(tool_name("my server!", "do.it"), "my_server_do_it");
         assert_eq!(tool_name("everything", "get-sum"), "everything_get-sum");
         assert_eq!(tool_name("!!", "9lives"), "mcp_tool_9lives");
+        assert_eq!(tool_name("a", "b_.c"), "a_b__c", "a run of others is one _");
         assert_eq!(tool_name(&"s".repeat(40), "t").len(), 33);
         assert_eq!(tool_name("s", &"x".repeat(100)).len(), 64);
         // Clashes, without case, are numbered, within 64.
@@ -580,6 +607,21 @@ mod tests {
         let long = "x".repeat(64);
         unique_name(&long, &mut taken);
         assert_eq!(unique_name(&long, &mut taken).len(), 64);
+    }
+
+    #[test]
+    fn oversized_descriptors_are_left_out() {
+        let mut huge = offered("s", "huge");
+        huge.parameters =
+            json!({"type": "object", "description": "x".repeat(MAX_DESCRIPTOR_BYTES)});
+        let (all, notes, published) = describe(vec![huge, offered("s", "small")], none);
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0]["name"], "s_small");
+        assert!(!published.contains(&("s".to_owned(), "huge".to_owned())));
+        assert!(
+            notes[0].starts_with("s.huge is not offered to agents: its descriptor is"),
+            "{notes:?}"
+        );
     }
 
     #[test]
@@ -608,6 +650,13 @@ mod tests {
                 r#"{"server":"clawbot","tool":"read_file","arguments":[1]}"#
             )),
             "INVALID_REQUEST"
+        );
+        assert_eq!(
+            code(Some(
+                r#"{"server":"clawbot","tool":"read_file","arguments":null}"#
+            )),
+            "INVALID_REQUEST",
+            "as OpenClaw: null is not an object"
         );
         let (server, tool, args) =
             decode(Some(r#"{"server":" clawbot ","tool":"system_info"}"#)).unwrap();

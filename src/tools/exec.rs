@@ -222,6 +222,7 @@ impl ExecRequest {
                 if env.is_empty() { "" } else { ", with" },
             ),
             agent: self.agent.clone(),
+            upstream: false,
             exec: Some(Exec {
                 executable: self.executable.clone(),
                 argv: self.argv.clone(),

@@ -220,8 +220,8 @@ impl Tools {
 
     /// Whether the policy forbids the command `name` outright (a tool not
     /// worth offering).
-    pub fn forbids(&self, name: &str) -> bool {
-        self.policy.forbids(name)
+    pub fn forbids(&self, name: &str, upstream: bool) -> bool {
+        self.policy.forbids(name, upstream)
     }
 
     /// Runs one invocation; the result, and how the policy decided (for
@@ -303,6 +303,7 @@ impl Tools {
             summary: name.to_owned(),
             exec: None,
             agent: None,
+            upstream: false,
         };
         // `stops_itself`: a command stops its process tree on cancel (TERM,
         // grace, KILL); other work is simply abandoned.
@@ -378,6 +379,7 @@ impl Tools {
                     summary: format!("write_file: {} ({} bytes)", p.path, p.content.len()),
                     exec: None,
                     agent: None,
+                    upstream: false,
                 };
                 (
                     call,
@@ -429,6 +431,7 @@ impl Tools {
                     ),
                     exec: None,
                     agent: None,
+                    upstream: false,
                 };
                 (
                     call,

@@ -81,6 +81,9 @@ pub struct Call {
     /// the exec-approvals document applies (none named: only `"*"`'s, and
     /// every agent's restrictions).
     pub agent: Option<String>,
+    /// A tool another program serves (`SERVER.TOOL`): what `SERVER.*`
+    /// names, and nothing else does.
+    pub upstream: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,14 +170,16 @@ impl Policy {
         &self.document
     }
 
-    /// Whether `--deny-command` forbids the command `name` outright.
-    pub fn forbids(&self, name: &str) -> bool {
+    /// Whether `--deny-command` forbids the command `name` (`upstream`: a
+    /// server's `SERVER.TOOL`) outright.
+    pub fn forbids(&self, name: &str, upstream: bool) -> bool {
         let call = Call {
             command: name.to_owned(),
             risk: Risk::Risky,
             summary: String::new(),
             exec: None,
             agent: None,
+            upstream,
         };
         self.denied(&call).is_some()
     }
@@ -349,7 +354,7 @@ impl Policy {
             .find(|n| {
                 **n == call.command
                     || words.iter().any(|w| w == *n)
-                    || whole_server(n).is_some_and(|s| call.command.starts_with(s))
+                    || whole_server(n, call).is_some_and(|s| call.command.starts_with(s))
             })
             .map(String::as_str)
     }
@@ -359,7 +364,7 @@ impl Policy {
     /// the `ls` the user pre-approved).
     fn pre_approved(&self, call: &Call) -> bool {
         self.allow.iter().any(|n| {
-            *n == call.command || whole_server(n).is_some_and(|s| call.command.starts_with(s))
+            *n == call.command || whole_server(n, call).is_some_and(|s| call.command.starts_with(s))
         }) || call
             .exec
             .as_ref()
@@ -392,10 +397,11 @@ impl Policy {
     }
 }
 
-/// `SERVER.*` names every tool of a proxied server: `SERVER.`.
-fn whole_server(name: &str) -> Option<&str> {
+/// `SERVER.*` names every tool of a proxied server (`SERVER.`), and only
+/// those: never `system.run` or `fs.listDir`, whatever a server is called.
+fn whole_server<'a>(name: &'a str, call: &Call) -> Option<&'a str> {
     name.strip_suffix('*')
-        .filter(|s| s.len() > 1 && s.ends_with('.'))
+        .filter(|s| call.upstream && s.len() > 1 && s.ends_with('.'))
 }
 
 fn save(path: &Path, remembered: &[Remembered]) -> io::Result<()> {
@@ -507,6 +513,7 @@ mod tests {
                 env: Vec::new(),
             }),
             agent: None,
+            upstream: false,
         }
     }
 
@@ -535,6 +542,7 @@ mod tests {
             summary: "read_file notes.md".into(),
             exec: None,
             agent: None,
+            upstream: false,
         };
         assert_eq!(
             decide(&policy(Mode::Deny, &[], &[], dir.path()), &call).await,

@@ -66,6 +66,7 @@ impl Tools {
                 risk,
                 exec: None,
                 agent: inv.agent.map(str::to_owned),
+                upstream: true,
             };
             let verdict = cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
             decision = Some(verdict.clone());
@@ -102,6 +103,7 @@ fn summary(command: &str, arguments: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::policy::Call;
     use crate::tools::policy::{Mode, Policy};
     use crate::tools::{audit, sandbox::Workspace};
     use serde_json::json;
@@ -214,6 +216,36 @@ mod tests {
         assert_eq!(lines[2]["decision"], "none");
         assert_eq!(lines[2]["outcome"], "error:MCP_TOOL_UNAVAILABLE");
         assert_eq!(lines[4]["outcome"], "ok");
+    }
+
+    /// `SERVER.*` names a proxied server's tools only: never the node's
+    /// own `system.run`, `fs.listDir` or `terminal.upload`.
+    #[tokio::test]
+    async fn a_servers_glob_never_covers_the_nodes_own_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let glob = |g: &str| vec![g.to_owned()];
+        let allow = Policy::new(Mode::Deny, glob("system.*"), vec![], dir.path(), None);
+        let call = |command: &str, upstream| Call {
+            command: command.into(),
+            risk: Risk::Risky,
+            summary: command.into(),
+            exec: None,
+            agent: None,
+            upstream,
+        };
+        let wait = Duration::from_secs(1);
+        assert!(matches!(
+            allow.decide(&call("system.run", false), wait).await,
+            Decision::Refused { .. }
+        ));
+        assert!(matches!(
+            allow.decide(&call("system.run", true), wait).await,
+            Decision::Allowed(_)
+        ));
+        let deny = Policy::new(Mode::Allow, vec![], glob("fs.*"), dir.path(), None);
+        assert!(!deny.forbids("fs.listDir", false));
+        assert!(deny.forbids("fs.read", true));
+        assert!(!deny.forbids("fsx.read", true));
     }
 
     #[test]

@@ -262,9 +262,16 @@ impl Upstream for Servers {
                         wait.as_secs()
                     ),
                 ),
+                // Shaping megabytes is CPU work: off the runtime thread.
                 Ok(Ok(CallToolResponse::Complete(result))) => {
-                    let raw = serde_json::to_value(result).unwrap_or_default();
-                    Ok(shape::result(raw, max_bytes))
+                    tokio::task::spawn_blocking(move || {
+                        let raw = serde_json::to_value(result).unwrap_or_default();
+                        shape::result(raw, max_bytes)
+                    })
+                    .await
+                    .map_err(|e| {
+                        ToolError::new("MCP_TOOL_ERROR", format!("shaping the result failed: {e}"))
+                    })
                 }
                 Ok(Ok(_)) => error(
                     "MCP_TOOL_ERROR",
@@ -367,9 +374,12 @@ async fn serve(slot: &Slot, changed: &watch::Sender<u64>, stop: &CancellationTok
             _ = stop.cancelled() => return Ended::Stopped,
         };
         let peer = service.peer().clone();
-        let mut listed = match list(&slot.name, &peer).await {
-            Ok(listed) => listed,
-            Err(why) => return failed(why, false),
+        let mut listed = tokio::select! {
+            listed = list(&slot.name, &peer) => match listed {
+                Ok(listed) => listed,
+                Err(why) => return failed(why, false),
+            },
+            _ = stop.cancelled() => return Ended::Stopped,
         };
         say(&format!(
             "MCP server {} (pid {pid}) serves {} tool(s): {}",

@@ -24,6 +24,10 @@ pub fn listed(server: &str, tools: Vec<Tool>) -> (Vec<Listed>, Vec<String>) {
     let names: Vec<String> = tools.iter().map(|t| t.name.trim().to_owned()).collect();
     let mut out: Vec<Listed> = Vec::new();
     let mut told = std::collections::HashSet::new();
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for name in &names {
+        *count.entry(name).or_default() += 1;
+    }
     for (tool, name) in tools.into_iter().zip(&names) {
         if name.is_empty() {
             notes.push(format!(
@@ -31,7 +35,7 @@ pub fn listed(server: &str, tools: Vec<Tool>) -> (Vec<Listed>, Vec<String>) {
             ));
             continue;
         }
-        if names.iter().filter(|n| *n == name).count() > 1 {
+        if count[name.as_str()] > 1 {
             if told.insert(name) {
                 notes.push(format!(
                     "MCP server {server:?} lists {name:?} more than once: left out"
@@ -149,98 +153,125 @@ fn size(v: &Value) -> usize {
     serde_json::to_vec(v).map_or(usize::MAX, |b| b.len())
 }
 
-fn fit(mut v: Value, max_bytes: usize) -> Value {
-    if size(&v) <= max_bytes {
+/// Room kept for the notes that say what was cut (each under 120 bytes,
+/// at most four).
+const NOTE_ROOM: usize = 512;
+
+/// The result within `max_bytes`, in one pass over its parts by priority:
+/// text blocks in order (the first that does not fit is cut, the rest
+/// left out), then other blocks whole if they fit, then the structured
+/// content if it fits; what is kept stays in its order, and notes say
+/// what went.
+fn fit(v: Value, max_bytes: usize) -> Value {
+    let whole = size(&v);
+    if whole <= max_bytes {
         return v;
     }
-    let has_text = v["content"]
-        .as_array()
-        .is_some_and(|c| c.iter().any(|b| b["type"] == "text"));
-    if has_text
-        && v.as_object_mut()
-            .and_then(|o| o.remove("structuredContent"))
-            .is_some()
-    {
-        push_note(
-            &mut v,
-            "[structuredContent left out: the result exceeded the node's limit]",
-        );
-        if size(&v) <= max_bytes {
-            return v;
-        }
-    }
-    let blocks = v["content"].as_array_mut().expect("built above");
-    let mut dropped = 0;
-    blocks.retain(|b| {
-        let keep = b["type"] == "text";
-        dropped += usize::from(!keep);
-        keep
-    });
-    if dropped > 0 {
-        push_note(
-            &mut v,
-            &format!(
-                "[{dropped} non-text block(s) left out: the result exceeded the node's limit]"
-            ),
-        );
-    }
-    if let Some(s) = v
-        .as_object_mut()
-        .and_then(|o| o.remove("structuredContent"))
-    {
-        push_note(
-            &mut v,
-            &format!(
-                "[structuredContent of {} bytes left out: the result exceeded the node's limit]",
-                size(&s)
-            ),
-        );
-    }
-    let over = size(&v).saturating_sub(max_bytes);
-    if over == 0 {
+    let Value::Object(mut parts) = v else {
         return v;
+    };
+    let blocks = match parts.remove("content") {
+        Some(Value::Array(blocks)) => blocks,
+        _ => Vec::new(),
+    };
+    let structured = parts.remove("structuredContent");
+    let mut out = Map::new();
+    out.insert("content".into(), Value::Array(Vec::new()));
+    if let Some(e) = parts.remove("isError") {
+        out.insert("isError".into(), e);
     }
-    // Cut the longest text blocks' tails until it fits (JSON escaping
-    // makes a byte of text cost up to six: cut by what it costs).
-    let blocks = v["content"].as_array_mut().expect("built above");
-    let mut excess = over + 128;
-    while excess > 0 {
-        let Some(longest) = blocks
-            .iter_mut()
-            .filter_map(|b| b.get_mut("text"))
-            .max_by_key(|t| t.as_str().map_or(0, str::len))
+    let mut used = size(&Value::Object(out.clone())) + NOTE_ROOM;
+    if used >= max_bytes {
+        let mut out = out;
+        out["content"] = json!([{"type": "text", "text": format!("[a result of {whole} bytes left out: the node's limit is {max_bytes}]")}]);
+        return Value::Object(out);
+    }
+    let mut kept: Vec<Option<Value>> = vec![None; blocks.len()];
+    let mut notes = Vec::new();
+    let (mut texts_out, mut cut) = (0, None);
+    for (i, block) in blocks.iter().enumerate() {
+        let Some(text) = block
+            .get("text")
+            .and_then(Value::as_str)
+            .filter(|_| block["type"] == "text")
         else {
-            break;
+            continue;
         };
-        let text = longest.as_str().unwrap_or("");
-        if text.len() < 64 {
-            break;
+        if cut.is_some() {
+            texts_out += 1;
+            continue;
         }
-        let cost = |s: &str| Value::from(s).to_string().len();
-        let whole = cost(text);
-        let keep_bytes = text
-            .len()
-            .saturating_sub(excess.max(text.len() / 8))
-            .max(32);
-        let mut cut = keep_bytes.min(text.len());
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
+        let cost = size(block) + 1;
+        if used + cost <= max_bytes {
+            used += cost;
+            kept[i] = Some(block.clone());
+            continue;
         }
-        let kept = format!(
-            "{}\n[truncated: {} bytes of text cut to fit the node's limit]",
-            &text[..cut],
-            text.len() - cut
-        );
-        excess = excess.saturating_sub(whole.saturating_sub(cost(&kept)));
-        *longest = Value::String(kept);
+        let (head, gone) = head_within(text, max_bytes.saturating_sub(used + 96));
+        let shortened = json!({"type": "text", "text": format!("{head}\n[truncated: {gone} bytes of text cut to fit the node's limit]")});
+        used += size(&shortened) + 1;
+        kept[i] = Some(shortened);
+        cut = Some(gone);
     }
-    v
+    if texts_out > 0 {
+        notes.push(format!(
+            "[{texts_out} more text block(s) left out: the result exceeded the node's limit]"
+        ));
+    }
+    let mut others_out = 0;
+    for (i, block) in blocks.iter().enumerate() {
+        if kept[i].is_some() || block["type"] == "text" {
+            continue;
+        }
+        let cost = size(block) + 1;
+        if used + cost <= max_bytes {
+            used += cost;
+            kept[i] = Some(block.clone());
+        } else {
+            others_out += 1;
+        }
+    }
+    if others_out > 0 {
+        notes.push(format!(
+            "[{others_out} non-text block(s) left out: the result exceeded the node's limit]"
+        ));
+    }
+    if let Some(s) = structured {
+        let cost = size(&s) + "\"structuredContent\":,".len();
+        if used + cost <= max_bytes {
+            out.insert("structuredContent".into(), s);
+        } else {
+            notes.push(format!(
+                "[structuredContent of {} bytes left out: the result exceeded the node's limit]",
+                cost
+            ));
+        }
+    }
+    let mut content: Vec<Value> = kept.into_iter().flatten().collect();
+    content.extend(
+        notes
+            .into_iter()
+            .map(|n| json!({"type": "text", "text": n})),
+    );
+    out["content"] = Value::Array(content);
+    Value::Object(out)
 }
 
-fn push_note(v: &mut Value, note: &str) {
-    if let Some(blocks) = v["content"].as_array_mut() {
-        blocks.push(json!({"type": "text", "text": note}));
+/// The longest head of `text` whose JSON string costs at most `budget`
+/// bytes, and how many bytes of text were left out.
+fn head_within(text: &str, budget: usize) -> (&str, usize) {
+    let mut cost = 2; // the quotes
+    for (i, c) in text.char_indices() {
+        cost += match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if c < ' ' => 6,
+            c => c.len_utf8(),
+        };
+        if cost > budget {
+            return (&text[..i], text.len() - i);
+        }
     }
+    (text, 0)
 }
 
 #[cfg(test)]
@@ -319,12 +350,12 @@ mod tests {
 
     #[test]
     fn a_result_too_big_is_cut_and_says_so() {
-        let text = "é\\\"".repeat(100_000);
+        let text = "é\\\"\u{1}".repeat(100_000);
         let raw = json!({
             "content": [{"type": "text", "text": text}, {"type": "image", "data": "A".repeat(50_000), "mimeType": "image/png"}],
             "structuredContent": {"content": text},
         });
-        for max in [10_000, 100_000, 400_000] {
+        for max in [10_000, 100_000, 400_000, 1_000_000] {
             let out = result(raw.clone(), max);
             assert!(size(&out) <= max, "{max}: {}", size(&out));
             let all = out.to_string();
@@ -336,10 +367,43 @@ mod tests {
                 out["content"][0]["text"]
                     .as_str()
                     .unwrap()
-                    .starts_with("é\\\"é")
+                    .starts_with("é\\\"\u{1}é")
             );
         }
+        // Room for the picture once the text is small.
+        let out = result(
+            json!({"content": [{"type": "text", "text": "x"}, {"type": "image", "data": "A".repeat(5_000)}],
+                                "structuredContent": {"d": "B".repeat(50_000)}}),
+            20_000,
+        );
+        assert_eq!(out["content"][1]["type"], "image", "{out}");
+        assert!(out.get("structuredContent").is_none());
         let small = json!({"content": [{"type": "text", "text": "x"}]});
         assert_eq!(result(small.clone(), 100), small);
+        let tiny = result(raw, 300);
+        assert!(tiny.to_string().contains("left out"), "{tiny}");
+    }
+
+    /// Shapes that once made the cutting loop spin: short texts with big
+    /// metadata, and many small blocks; each is one pass now.
+    #[test]
+    fn many_blocks_or_big_metadata_are_cut_in_one_pass() {
+        let started = std::time::Instant::now();
+        let meta = json!({"content": [{"type": "text", "text": "x".repeat(70), "_meta": {"m": "y".repeat(100_000)}}]});
+        let out = result(meta, 16_384);
+        assert!(size(&out) <= 16_384, "{}", size(&out));
+        for (n, max) in [(300, 16_384), (30_000, 2 << 20)] {
+            let blocks: Vec<Value> = (0..n)
+                .map(|i| json!({"type": "text", "text": format!("{i:0>100}")}))
+                .collect();
+            let out = result(json!({"content": blocks}), max);
+            assert!(size(&out) <= max, "{n}: {}", size(&out));
+            assert!(out.to_string().contains("more text block(s) left out"));
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
