@@ -222,7 +222,10 @@ async fn words_on_a_servers_stdout_are_skipped_not_fatal() {
     assert!(big.to_string().len() < 3_000_000, "cut to the result limit");
     // Many small blocks (once a loop that froze the node): cut in one pass.
     let many = payload(&call(&gw, "big", json!({"bytes": 100, "blocks": 40_000})).await);
-    assert!(many.to_string().contains("more text block(s) left out"), "cut");
+    assert!(
+        many.to_string().contains("more text block(s) left out"),
+        "cut"
+    );
     let answer = payload(&call(&gw, "echo", json!({"text": "still"})).await);
     assert_eq!(answer["content"][0]["text"], "echo: still");
     assert_eq!(
