@@ -78,8 +78,7 @@ pub fn locate(
 ) -> Result<Launcher, LocateError> {
     let words = match openclaw {
         Some(text) => {
-            let words =
-                shell_words::split(text).map_err(|e| LocateError::Unparsable(e.to_string()))?;
+            let words = crate::runner::split_words(text).map_err(LocateError::Unparsable)?;
             if words.is_empty() {
                 return Err(LocateError::Empty);
             }
@@ -101,6 +100,16 @@ pub fn locate(
             Err(_) => return Err(LocateError::NotFound),
         },
     };
+    // Windows: `npx` or `openclaw` is an npm `.cmd` shim, which
+    // CreateProcess does not find by that name; PATHEXT's search does (and
+    // a `.cmd` found is then known to need the message file).
+    let mut words = words;
+    if cfg!(windows)
+        && !want_wsl
+        && let Ok(found) = which::which(&words[0])
+    {
+        words[0] = found.to_string_lossy().into_owned();
+    }
     let wsl = want_wsl.then(|| Wsl {
         exe: which::which("wsl.exe")
             .map(OsString::from)

@@ -499,6 +499,50 @@ fn command(
     cmd
 }
 
+/// A command line the user wrote (`--openclaw`, `OPENCLAW_BIN`,
+/// `--mcp-server`) as words, as this platform's users write them: on Unix
+/// as a POSIX shell splits them (quotes, backslash escapes); on Windows,
+/// where `\` is the path separator, only whitespace and double quotes
+/// count (`"C:\Program Files\nodejs\npx.cmd" openclaw`). No shell runs.
+pub fn split_words(text: &str) -> Result<Vec<String>, String> {
+    if cfg!(windows) {
+        split_windows(text)
+    } else {
+        shell_words::split(text).map_err(|e| e.to_string())
+    }
+}
+
+fn split_windows(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut started) = (false, false);
+    for c in text.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                started = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            c => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if quoted {
+        return Err("missing closing quote".into());
+    }
+    if started {
+        words.push(word);
+    }
+    Ok(words)
+}
+
 /// A value unique to this run among every run on the machine.
 fn new_tag() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -559,6 +603,18 @@ mod tests {
         // The capture kept its own budget; the copy had all of it.
         assert!(outcome.output.truncated());
         assert_eq!(tapped.take_lost(), 0);
+    }
+
+    #[test]
+    fn windows_words_keep_backslashes_and_group_by_double_quotes() {
+        assert_eq!(
+            split_windows(r#""C:\Program Files\nodejs\npx.cmd" openclaw  Z:\a\b"#).unwrap(),
+            [r"C:\Program Files\nodejs\npx.cmd", "openclaw", r"Z:\a\b"]
+        );
+        assert_eq!(split_windows(r#"a "" b"#).unwrap(), ["a", "", "b"]);
+        assert_eq!(split_windows("it's").unwrap(), ["it's"]);
+        assert!(split_windows(r#"open "quote"#).is_err());
+        assert_eq!(split_words("a 'b c'").unwrap(), ["a", "b c"], "POSIX here");
     }
 
     #[test]

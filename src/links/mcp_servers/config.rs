@@ -1,5 +1,6 @@
 //! Which local MCP servers to start: `--mcp-server NAME=COMMAND [ARGS…]`
-//! (one value, split as a shell would split it, never run by one) and
+//! (one value, split into words as this platform's users write command
+//! lines — see `runner::split_words` — never run by a shell) and
 //! `--mcp-config FILE`, the `mcpServers` JSON that Claude Desktop and
 //! Cursor write (`servers`, VS Code's key, too):
 //!
@@ -83,7 +84,8 @@ fn from_flag(value: &str) -> Result<ServerConfig, String> {
         .split_once('=')
         .ok_or_else(|| format!("{usage}: no '=' in {value:?}"))?;
     let name = check_name(name.trim())?;
-    let words = shell_words::split(command).map_err(|e| format!("--mcp-server {name}: {e}"))?;
+    let words =
+        crate::runner::split_words(command).map_err(|e| format!("--mcp-server {name}: {e}"))?;
     let (program, args) = words
         .split_first()
         .ok_or_else(|| format!("{usage}: {name:?} has no command"))?;
