@@ -35,6 +35,12 @@
 //!   (default `main,ops,doctor`).
 //! * `FAKE_OPENCLAW_HOLD_IGNORE_TERM=1`: the `hold-pipe` helper process
 //!   ignores `SIGTERM`.
+//! * `FAKE_OPENCLAW_HOLD_DEPTH=N`: a `hold-pipe` helper starts another one
+//!   below it (its pid appended to `--pid-file`) until N levels of helpers
+//!   run: with `grandchild`, N=2 makes a tree three levels deep.
+//! * `FAKE_OPENCLAW_HEARTBEAT=PATH`: while a scenario sleeps, append the
+//!   process's id to PATH every 100 ms (to see from outside, on any
+//!   platform, whether it still runs).
 //! * `FAKE_OPENCLAW_LOCAL=1`: answer as if `--local` were given.
 //! * `CLAWBOT_ROUTER_RUN_ID`: copied into the record line.
 //!
@@ -196,6 +202,8 @@ const GATEWAY_DOWN: &str = "Gateway agent call connection closed; see openclaw l
 
 const ENV_AGENTS: &str = "FAKE_OPENCLAW_AGENTS";
 const ENV_HOLD_IGNORE_TERM: &str = "FAKE_OPENCLAW_HOLD_IGNORE_TERM";
+const ENV_HOLD_DEPTH: &str = "FAKE_OPENCLAW_HOLD_DEPTH";
+const ENV_HEARTBEAT: &str = "FAKE_OPENCLAW_HEARTBEAT";
 const ENV_RUN_ID: &str = "CLAWBOT_ROUTER_RUN_ID";
 
 const FLOOD_CHUNK: usize = 8 * 1024;
@@ -1073,7 +1081,7 @@ fn run_scenario(
         }),
         Scenario::Sleep => answer(args, message, |request| {
             emit(Stream::Stdout, b"thinking...\n")?;
-            std::thread::sleep(config.sleep);
+            linger(config);
             reply(args, &request, start)
         }),
         Scenario::Orphan => answer(args, message, |request| {
@@ -1095,7 +1103,7 @@ fn run_scenario(
         Scenario::HangAfterReply => answer(args, message, |request| {
             reply(args, &request, start)?;
             append_pids(config, &[pid])?;
-            std::thread::sleep(config.sleep);
+            linger(config);
             Ok(ExitCode::SUCCESS)
         }),
         Scenario::GatewayDown => answer(args, message, |_| {
@@ -1124,7 +1132,7 @@ fn run_scenario(
             ignore_sigterm()?;
             append_pids(config, &[pid])?;
             emit(Stream::Stdout, b"ignoring SIGTERM\n")?;
-            std::thread::sleep(config.sleep);
+            linger(config);
             Ok(ExitCode::SUCCESS)
         }
         Scenario::Grandchild => {
@@ -1134,7 +1142,7 @@ fn run_scenario(
                 Stream::Stdout,
                 format!("spawned grandchild {child}\n").as_bytes(),
             )?;
-            std::thread::sleep(config.sleep);
+            linger(config);
             Ok(ExitCode::SUCCESS)
         }
         Scenario::HoldPipe => {
@@ -1142,9 +1150,42 @@ fn run_scenario(
                 ignore_sigterm()?;
             }
             emit(Stream::Stderr, b"holding pipe\n")?;
-            std::thread::sleep(config.sleep);
+            // One more level below, if asked (a deeper tree to stop).
+            let depth: u32 = std::env::var(ENV_HOLD_DEPTH)
+                .ok()
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(1);
+            if depth > 1 {
+                let child = spawn_hold_pipe(config, false, false)?;
+                append_pids(config, &[child])?;
+            }
+            linger(config);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Sleeps `--sleep`; with `FAKE_OPENCLAW_HEARTBEAT=PATH`, appends this
+/// process's id to PATH every 100 ms meanwhile, so a test can see from
+/// outside, on any platform, whether the process still runs.
+fn linger(config: &FakeConfig) {
+    let Some(path) = std::env::var_os(ENV_HEARTBEAT).filter(|p| !p.is_empty()) else {
+        std::thread::sleep(config.sleep);
+        return;
+    };
+    let until = Instant::now() + config.sleep;
+    let beat = format!("{}\n", std::process::id());
+    while Instant::now() < until {
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            let _ = file.write_all(beat.as_bytes());
+        }
+        std::thread::sleep(
+            Duration::from_millis(100).min(until.saturating_duration_since(Instant::now())),
+        );
     }
 }
 
@@ -1357,6 +1398,13 @@ fn spawn_hold_pipe(config: &FakeConfig, new_session: bool, detached: bool) -> Re
         .arg(config.sleep.as_secs_f64().to_string());
     if let Some(path) = &config.pid_file {
         command.arg(FakeFlag::PidFile.flag()).arg(path);
+    }
+    let depth: u32 = std::env::var(ENV_HOLD_DEPTH)
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(1);
+    if config.scenario == Scenario::HoldPipe {
+        command.env(ENV_HOLD_DEPTH, depth.saturating_sub(1).to_string());
     }
     command
         .args(["agent", "--message", "hold"])
