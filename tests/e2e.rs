@@ -204,11 +204,19 @@ fn e2e_a_slow_model_times_out_and_leaves_nothing_behind() {
     while !tagged_processes().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(
-        tagged_processes(),
-        Vec::<u32>::new(),
-        "processes outlived the router"
-    );
+    let left: Vec<String> = tagged_processes()
+        .into_iter()
+        .map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            format!(
+                "{pid} {} [{}]",
+                String::from_utf8_lossy(&cmd).replace('\0', " "),
+                stat.trim()
+            )
+        })
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "processes outlived the router");
     // SIGTERM makes `openclaw agent` abort its turn, but OpenClaw still
     // hands the aborted message (`[[delay]]` and all) to the session's next
     // turn as "queued": let that turn happen here, not in another test.

@@ -136,8 +136,22 @@ impl Node {
 }
 
 /// Everything `pipe` yields, as it arrives.
+/// Stopped as a user stops it (SIGTERM), so that what it started — local
+/// MCP servers and their children — is stopped by the node itself; KILLed
+/// only if it does not exit in time. (A KILLed node left a server's child
+/// running for minutes, which a later end-to-end test counted as a leak.)
 impl Drop for Node {
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: a plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
