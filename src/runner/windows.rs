@@ -10,7 +10,7 @@ use std::io;
 use std::os::windows::io::OwnedHandle;
 use std::process::ExitStatus;
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject};
+use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject, KillOnDrop};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 pub struct Tree {
@@ -22,7 +22,10 @@ pub struct Tree {
 impl Tree {
     pub fn spawn(cmd: tokio::process::Command, _tag: String) -> io::Result<Self> {
         let mut wrap = CommandWrap::from(cmd);
-        wrap.wrap(JobObject);
+        // KillOnDrop makes the job JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: if the
+        // router itself is ended outright (Task Manager, a host that kills
+        // it), Windows closes the job's last handle and ends the tree too.
+        wrap.wrap(JobObject).wrap(KillOnDrop);
         let child = wrap.spawn()?;
         drop(wrap);
         Ok(Self {
