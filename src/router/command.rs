@@ -149,7 +149,7 @@ impl Launcher {
         message: &str,
         through_file: bool,
         json: bool,
-    ) -> io::Result<Invocation> {
+    ) -> Result<Invocation, BuildError> {
         let mut argv: Vec<OsString> = self.openclaw.iter().map(OsString::from).collect();
         argv.push("agent".into());
         match route {
@@ -161,7 +161,7 @@ impl Launcher {
         }
         let mut message_file = None;
         if through_file || self.message_needs_file(message) {
-            let path = write_message_file(message)?;
+            let path = write_message_file(message).map_err(BuildError::MessageFile)?;
             argv.push("--message-file".into());
             argv.push(match self.wsl {
                 Some(_) => wsl_path(&path).into(),
@@ -173,6 +173,20 @@ impl Launcher {
         }
 
         let Some(wsl) = &self.wsl else {
+            // cmd.exe expands %VAR% inside even a quoted argument, which no
+            // quoting prevents: an agent name like %OPENCLAW_GATEWAY_TOKEN%
+            // would come back in OpenClaw's "unknown agent" answer.
+            if is_batch_file(&self.openclaw[0])
+                && let Some(arg) = argv
+                    .iter()
+                    .skip(1)
+                    .find(|a| a.to_string_lossy().contains('%'))
+            {
+                return Err(BuildError::Expandable {
+                    arg: arg.to_string_lossy().into_owned(),
+                    program: self.openclaw[0].clone(),
+                });
+            }
             let program = argv.remove(0);
             return Ok(Invocation {
                 program,
@@ -214,6 +228,18 @@ impl Launcher {
             message.len() > ARG_LIMIT_UNIX_BYTES
         }
     }
+}
+
+/// Why a command could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("cannot write the temporary message file: {0}")]
+    MessageFile(io::Error),
+    /// An argument of a `.cmd`/`.bat` launch holds `%`.
+    #[error(
+        "{arg:?} contains '%', which cmd.exe would expand: openclaw runs through {program} here"
+    )]
+    Expandable { arg: String, program: String },
 }
 
 /// `.cmd`/`.bat` files (npm's shims on Windows) run through cmd.exe, which

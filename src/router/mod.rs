@@ -214,7 +214,7 @@ async fn through_cli(
         let invocation = match launcher.build(route, message, through_file, structured) {
             Ok(invocation) => invocation,
             Err(e) => {
-                let reason = message_file_error(lang, &e);
+                let reason = build_error(lang, &e);
                 return refuse(
                     started,
                     messages::spawn_failed(lang, &reason),
@@ -440,10 +440,17 @@ fn spawn_reason(lang: Lang, e: &SpawnError, launcher: &Launcher) -> String {
     }
 }
 
-fn message_file_error(lang: Lang, e: &io::Error) -> String {
-    match lang {
-        Lang::Zh => format!("无法写入临时消息文件（系统原文：“{e}”）"),
-        Lang::En => format!("cannot write the temporary message file: {e}"),
+fn build_error(lang: Lang, e: &command::BuildError) -> String {
+    use command::BuildError::*;
+    match (lang, e) {
+        (Lang::Zh, MessageFile(e)) => format!("无法写入临时消息文件（系统原文：“{e}”）"),
+        (Lang::Zh, Expandable { arg, program }) => format!(
+            "参数 {arg:?} 含有 %，而 openclaw 在此经由 {program} 启动，cmd.exe 会展开 %变量%；请改用不含 % 的名称，或用 --openclaw 直接指向 node 与 openclaw 的脚本"
+        ),
+        (Lang::En, Expandable { .. }) => format!(
+            "{e}; use a name without '%', or point --openclaw at node and openclaw's script"
+        ),
+        (Lang::En, MessageFile(_)) => e.to_string(),
     }
 }
 
