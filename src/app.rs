@@ -525,15 +525,20 @@ pub fn interrupts() -> impl Future<Output = Interrupt> {
             }
         }
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        async {
-            match tokio::signal::ctrl_c().await {
-                Ok(()) => Interrupt {
-                    name: "Ctrl-C",
-                    number: 2,
-                },
-                Err(_) => std::future::pending().await,
+        // Ctrl-C, Ctrl-Break, and the console window closing (Windows then
+        // allows a few seconds before it ends the process).
+        use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+        let (c, brk, close) = (ctrl_c(), ctrl_break(), ctrl_close());
+        async move {
+            let (Ok(mut c), Ok(mut brk), Ok(mut close)) = (c, brk, close) else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = c.recv() => Interrupt { name: "Ctrl-C", number: 2 },
+                _ = brk.recv() => Interrupt { name: "Ctrl-Break", number: 21 },
+                _ = close.recv() => Interrupt { name: "CTRL_CLOSE_EVENT", number: 1 },
             }
         }
     }

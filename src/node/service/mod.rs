@@ -88,6 +88,7 @@ pub struct Plan {
     pub user: String,
     /// With `--system` (installed as root): the service account's uid and
     /// gid, which its state directory and env file must belong to.
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub owner: Option<(u32, u32)>,
 }
 
