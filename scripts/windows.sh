@@ -18,7 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 say() { printf '[windows] %s\n' "$*" >&2; }
 
-packages=(rustc-web rust-web-src gcc-mingw-w64-x86-64 wine64)
+# wine: wineserver (only recommended by wine64).
+packages=(rustc-web rust-web-src gcc-mingw-w64-x86-64 wine64 wine)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,6 +28,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The crate's rust-version, at least: bookworm's own rustc-web is older
+# than bookworm-security's, and an older one installed is not upgraded by
+# the check above.
+need=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+version() { /usr/bin/rustc --version | awk '{print $2}'; }
+if [ "$(printf '%s\n' "$need" "$(version)" | sort -V | head -1)" != "$need" ]; then
+  say "rustc-web $(version) is older than $need: upgrading"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web rust-web-src >/dev/null
+  if [ "$(printf '%s\n' "$need" "$(version)" | sort -V | head -1)" != "$need" ]; then
+    say "Debian offers rustc-web $(version) here; the crate needs $need (bookworm-security has newer)"
+    exit 1
+  fi
 fi
 
 out=$(realpath -m "${CLAWBOT_WINDOWS_DIR:-target/windows}")
@@ -52,7 +68,7 @@ export WINEPREFIX=$out/wineprefix WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtm
 export CLAWBOT_WINE=/usr/lib/wine/wine64 CLAWBOT_WINDOWS_BIN=$bin
 if [ ! -f "$WINEPREFIX/system.reg" ]; then
   say "creating the Wine prefix $WINEPREFIX"
-  "$CLAWBOT_WINE" wineboot --init >/dev/null 2>&1
+  "$CLAWBOT_WINE" wineboot --init >"$out/wineboot.log" 2>&1 || { cat "$out/wineboot.log" >&2; exit 1; }
 fi
 # One wineserver for the whole suite (each test's process starts faster),
 # stopped whatever happens.

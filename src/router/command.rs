@@ -69,8 +69,9 @@ pub enum LocateError {
     NotFound,
 }
 
-/// Finds openclaw from `--openclaw`/`OPENCLAW_BIN` (split like a shell
-/// would), else on PATH. On Windows without a native openclaw, WSL is used.
+/// Finds openclaw from `--openclaw`/`OPENCLAW_BIN` (split into words as
+/// the platform's users write command lines: `runner::split_words`), else
+/// on PATH. On Windows without a native openclaw, WSL is used.
 pub fn locate(
     openclaw: Option<&str>,
     wsl: bool,
@@ -101,14 +102,11 @@ pub fn locate(
         },
     };
     // Windows: `npx` or `openclaw` is an npm `.cmd` shim, which
-    // CreateProcess does not find by that name; PATHEXT's search does (and
-    // a `.cmd` found is then known to need the message file).
+    // CreateProcess does not find by that name (a `.cmd` found is then
+    // known to need the message file).
     let mut words = words;
-    if cfg!(windows)
-        && !want_wsl
-        && let Ok(found) = which::which(&words[0])
-    {
-        words[0] = found.to_string_lossy().into_owned();
+    if !want_wsl {
+        words[0] = crate::runner::find_program(&words[0]);
     }
     let wsl = want_wsl.then(|| Wsl {
         exe: which::which("wsl.exe")
@@ -173,17 +171,17 @@ impl Launcher {
         }
 
         let Some(wsl) = &self.wsl else {
-            // cmd.exe expands %VAR% inside even a quoted argument, which no
-            // quoting prevents: an agent name like %OPENCLAW_GATEWAY_TOKEN%
-            // would come back in OpenClaw's "unknown agent" answer.
-            if is_batch_file(&self.openclaw[0])
-                && let Some(arg) = argv
-                    .iter()
-                    .skip(1)
-                    .find(|a| a.to_string_lossy().contains('%'))
-            {
-                return Err(BuildError::Expandable {
-                    arg: arg.to_string_lossy().into_owned(),
+            // Through cmd.exe or PowerShell, which re-parse their arguments
+            // (Rust quotes a .cmd's arguments for cmd.exe, but not for a
+            // shell named as the program, and Wine's cmd.exe expanded %VAR%
+            // despite it): the message is in a file, and the route must be
+            // plain words.
+            let route_value = match route {
+                Route::Agent(value) | Route::To(value) => value,
+            };
+            if reparses_arguments(&self.openclaw[0]) && !is_plain(route_value) {
+                return Err(BuildError::NotPlain {
+                    arg: route_value.clone(),
                     program: self.openclaw[0].clone(),
                 });
             }
@@ -222,7 +220,7 @@ impl Launcher {
         }
         let windows_command_line = self.wsl.is_some() || cfg!(windows);
         if windows_command_line {
-            is_batch_file(&self.openclaw[0])
+            reparses_arguments(&self.openclaw[0])
                 || message.encode_utf16().count() > ARG_LIMIT_WINDOWS_UNITS
         } else {
             message.len() > ARG_LIMIT_UNIX_BYTES
@@ -236,17 +234,37 @@ pub enum BuildError {
     #[error("cannot write the temporary message file: {0}")]
     MessageFile(io::Error),
     /// An argument of a `.cmd`/`.bat` launch holds `%`.
+    /// The agent or destination holds what cmd.exe or PowerShell would act on.
     #[error(
-        "{arg:?} contains '%', which cmd.exe would expand: openclaw runs through {program} here"
+        "{arg:?} holds characters cmd.exe or PowerShell would act on, and openclaw runs through {program} here (only letters, digits and ._:+@- can pass)"
     )]
-    Expandable { arg: String, program: String },
+    NotPlain { arg: String, program: String },
 }
 
-/// `.cmd`/`.bat` files (npm's shims on Windows) run through cmd.exe, which
-/// re-parses arguments; the message must not be one of them.
-fn is_batch_file(program: &str) -> bool {
-    let lower = program.to_ascii_lowercase();
-    cfg!(windows) && (lower.ends_with(".cmd") || lower.ends_with(".bat"))
+/// Whether Windows runs `program` through cmd.exe or PowerShell, which
+/// re-parse what they are given: `.cmd`/`.bat` files (npm's shims), or the
+/// shells themselves named as the program. The message must never be one
+/// of their arguments.
+fn reparses_arguments(program: &str) -> bool {
+    cfg!(windows) && is_shell_like(program)
+}
+
+fn is_shell_like(program: &str) -> bool {
+    // Either separator, whatever the platform the code is tested on.
+    let name = program
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(program)
+        .to_ascii_lowercase();
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((&name, ""));
+    matches!(ext, "cmd" | "bat") || matches!(stem, "cmd" | "powershell" | "pwsh")
+}
+
+/// An agent id or destination no shell acts on.
+fn is_plain(value: &str) -> bool {
+    value
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | ':' | '+' | '@' | '-'))
 }
 
 /// A private (0600 on Unix) temporary file holding the message.
@@ -287,6 +305,32 @@ mod tests {
 
     fn strings(v: &[OsString]) -> Vec<String> {
         v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn shells_and_batch_files_are_known_and_routes_must_be_plain_for_them() {
+        for shell in [
+            r"C:\nodejs\npx.CMD",
+            "openclaw.bat",
+            "cmd",
+            r"C:\Windows\System32\cmd.exe",
+            "pwsh",
+            "powershell.exe",
+        ] {
+            assert!(is_shell_like(shell), "{shell}");
+        }
+        for program in ["node", r"C:\nodejs\node.exe", "openclaw", "cmdtool.exe"] {
+            assert!(!is_shell_like(program), "{program}");
+        }
+        assert!(
+            is_plain("main")
+                && is_plain("agent:main:s-1.2")
+                && is_plain("+15551234567")
+                && is_plain("助手")
+        );
+        for bad in ["a&b", "%PATH%", "a b", "x\"y", "a^b", "$(x)", "a|b", "a;b"] {
+            assert!(!is_plain(bad), "{bad}");
+        }
     }
 
     #[test]

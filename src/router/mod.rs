@@ -444,12 +444,12 @@ fn build_error(lang: Lang, e: &command::BuildError) -> String {
     use command::BuildError::*;
     match (lang, e) {
         (Lang::Zh, MessageFile(e)) => format!("无法写入临时消息文件（系统原文：“{e}”）"),
-        (Lang::Zh, Expandable { arg, program }) => format!(
-            "参数 {arg:?} 含有 %，而 openclaw 在此经由 {program} 启动，cmd.exe 会展开 %变量%；请改用不含 % 的名称，或用 --openclaw 直接指向 node 与 openclaw 的脚本"
+        (Lang::Zh, NotPlain { arg, program }) => format!(
+            "{arg:?} 含有 cmd.exe 或 PowerShell 会解释的字符，而 openclaw 在此经由 {program} 启动（只允许字母、数字和 ._:+@-）；请改用这样的名称，或用 --openclaw 直接指向 node 与 openclaw 的脚本"
         ),
-        (Lang::En, Expandable { .. }) => format!(
-            "{e}; use a name without '%', or point --openclaw at node and openclaw's script"
-        ),
+        (Lang::En, NotPlain { .. }) => {
+            format!("{e}; use such a name, or point --openclaw at node and openclaw's script")
+        }
         (Lang::En, MessageFile(_)) => e.to_string(),
     }
 }

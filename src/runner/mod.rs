@@ -512,6 +512,18 @@ pub fn split_words(text: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// The program a command's first word names, as spawning will need it: on
+/// Windows found through PATH and PATHEXT (`npx` is npm's `npx.cmd`, which
+/// CreateProcess would not find by that name); elsewhere the word itself.
+pub fn find_program(word: &str) -> String {
+    if cfg!(windows)
+        && let Ok(found) = which::which(word)
+    {
+        return found.to_string_lossy().into_owned();
+    }
+    word.to_owned()
+}
+
 fn split_windows(text: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -522,7 +534,8 @@ fn split_windows(text: &str) -> Result<Vec<String>, String> {
                 quoted = !quoted;
                 started = true;
             }
-            c if c.is_whitespace() && !quoted => {
+            // Windows' own rule: space and tab, not every Unicode space.
+            ' ' | '\t' if !quoted => {
                 if started {
                     words.push(std::mem::take(&mut word));
                     started = false;
@@ -613,6 +626,10 @@ mod tests {
         );
         assert_eq!(split_windows(r#"a "" b"#).unwrap(), ["a", "", "b"]);
         assert_eq!(split_windows("it's").unwrap(), ["it's"]);
+        assert_eq!(
+            split_windows("C:\\我的\u{3000}文件\\x.exe a").unwrap(),
+            ["C:\\我的\u{3000}文件\\x.exe", "a"]
+        );
         assert!(split_windows(r#"open "quote"#).is_err());
         assert_eq!(split_words("a 'b c'").unwrap(), ["a", "b c"], "POSIX here");
     }

@@ -102,7 +102,7 @@ impl Servers {
             .map(|c| {
                 Arc::new(Slot {
                     launch: Launch {
-                        program: c.program.into(),
+                        program: crate::runner::find_program(&c.program).into(),
                         args: c.args.into_iter().map(Into::into).collect(),
                         cwd: Some(
                             c.cwd
