@@ -37,15 +37,7 @@ fn win(path: &Path) -> String {
 fn router() -> Command {
     let mut cmd = Command::new(std::env::var_os("CLAWBOT_WINE").expect(WHY));
     cmd.arg(bin().join("clawbot_router.exe"));
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy().into_owned();
-        if key.starts_with("CLAWBOT_ROUTER_")
-            || key.starts_with("FAKE_OPENCLAW_")
-            || key.starts_with("OPENCLAW_")
-        {
-            cmd.env_remove(&key);
-        }
-    }
+    common::without_our_settings(&mut cmd);
     cmd.env_remove("WINEPATH").stdin(Stdio::null());
     cmd
 }

@@ -24,6 +24,14 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 /// The router with an environment free of the user's settings.
 pub fn router() -> Command {
     let mut cmd = Command::new(ROUTER);
+    without_our_settings(&mut cmd);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Removes every variable of ours, the fake's and OpenClaw's the test
+/// process inherited.
+pub fn without_our_settings(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
         if key.starts_with("CLAWBOT_ROUTER_")
@@ -33,8 +41,6 @@ pub fn router() -> Command {
             cmd.env_remove(&key);
         }
     }
-    cmd.stdin(Stdio::null());
-    cmd
 }
 
 /// The router wired to the fake openclaw with `scenario` and extra fake flags.
