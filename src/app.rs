@@ -329,6 +329,7 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
         ),
         activity,
         default_to: args.to.clone(),
+        session: args.session.clone(),
         timeout: args.timeout,
         grace: args.grace,
         max_output: args.max_output,

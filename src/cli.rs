@@ -286,9 +286,18 @@ pub struct CallOptions {
     #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_grace, allow_negative_numbers = true)]
     pub grace: Duration,
 
-    /// The openclaw command, split like a shell would (e.g. `npx openclaw`).
+    /// The openclaw command, split into words as the platform's users
+    /// write command lines (e.g. `npx openclaw`).
     #[arg(long, value_name = "COMMAND", env = "OPENCLAW_BIN")]
     pub openclaw: Option<String>,
+
+    /// The OpenClaw session a call runs in: `main` (the agent's own,
+    /// OpenClaw's default), `new` (a session of its own for every call:
+    /// nothing carries over, not even a timed-out call's message), or a
+    /// KEY the host keeps per conversation (`support-42`, scoped to the
+    /// agent, or a whole `agent:main:support-42`).
+    #[arg(long, value_name = "main|new|KEY", env = "CLAWBOT_ROUTER_SESSION", default_value = "main", value_parser = parse_session)]
+    pub session: crate::router::Session,
 
     /// Launch openclaw inside WSL (`wsl.exe --exec`).
     #[arg(long)]
@@ -452,6 +461,10 @@ fn size(text: &str) -> Result<usize, ValueProblem> {
 
 fn english<T>(text: &str, parsed: Result<T, ValueProblem>) -> Result<T, String> {
     parsed.map_err(|p| p.describe(text, Lang::En))
+}
+
+pub fn parse_session(text: &str) -> Result<crate::router::Session, String> {
+    crate::router::Session::parse(text)
 }
 
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {

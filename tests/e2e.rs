@@ -134,6 +134,49 @@ fn e2e_a_reply_arrives_as_content() {
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
+    // A session the host names: a timed-out call's message is handed to
+    // that session's next turn (OpenClaw's repair of an orphaned turn) —
+    // and the two paths share the session: the CLI times out, the gateway
+    // path's next turn in it carries the message.
+    let marker = unique("left behind");
+    let key = format!("e2e-session-{}", uuid::Uuid::new_v4().simple());
+    let slow = run(real_router().args([
+        "--session",
+        &key,
+        "-m",
+        &format!("[[delay:30]] {marker}"),
+        "--timeout",
+        "4",
+    ]));
+    assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
+    let next = run(via_gateway().args(["--session", &key, "-m", "next one", "--timeout", "60"]));
+    let content = next.content();
+    assert!(
+        content.contains("[Queued user message from a previous active turn")
+            && content.contains(&marker),
+        "{content}"
+    );
+    assert!(content.ends_with("next one\n"), "{content}");
+    // new: a session of its own per call; nothing carries over, on either
+    // path.
+    let slow = run(via_gateway().args([
+        "--session",
+        "new",
+        "-m",
+        &format!("[[delay:30]] {marker}"),
+        "--timeout",
+        "3",
+    ]));
+    assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
+    for path in [real_router(), via_gateway()].iter_mut() {
+        let fresh = run(path.args(["--session", "new", "-m", "fresh", "--timeout", "60"]));
+        assert_eq!(fresh.content(), "ECHO: fresh\n");
+    }
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_agent_and_to_routes() {
     let message = unique("for main");
     let named = run(real_router().args(["--agent", "main", "-m", &message, "--timeout", "120"]));

@@ -178,6 +178,54 @@ fn agent_route_passes_agent_and_message() {
 }
 
 #[test]
+fn the_session_choice_reaches_openclaw_as_a_session_key() {
+    // main: OpenClaw's default, nothing sent.
+    assert_eq!(
+        recorded_argv(&["-a", "ops", "-m", "hi"], &[]),
+        ["agent", "--agent", "ops", "--message", "hi"]
+    );
+    // A key the host keeps, from the flag or the environment.
+    assert_eq!(
+        recorded_argv(&["-m", "hi", "--session", "support-42"], &[]),
+        [
+            "agent",
+            "--agent",
+            "main",
+            "--session-key",
+            "support-42",
+            "--message",
+            "hi"
+        ]
+    );
+    assert_eq!(
+        recorded_argv(&["-m", "hi"], &[("CLAWBOT_ROUTER_SESSION", "agent:main:x")]),
+        [
+            "agent",
+            "--agent",
+            "main",
+            "--session-key",
+            "agent:main:x",
+            "--message",
+            "hi"
+        ]
+    );
+    // new: a key of its own for every call.
+    let fresh = || recorded_argv(&["-m", "hi", "--session", "new"], &[])[4].clone();
+    let (a, b) = (fresh(), fresh());
+    assert!(a.starts_with("clawbot-") && a.len() == 40, "{a}");
+    assert_ne!(a, b);
+    // A key with a space is refused before openclaw starts.
+    let refused =
+        run(router_with("reply", &[]).args(["-m", "hi", "--session", "a b", "--exit-code"]));
+    assert_eq!(refused.code, Some(2), "{}", refused.stdout);
+    assert!(
+        refused.content().contains("session key"),
+        "{}",
+        refused.stdout
+    );
+}
+
+#[test]
 fn without_agent_the_default_destination_is_used() {
     assert_eq!(
         recorded_argv(&["-m", "hi", "--to", "+15555550123"], &[]),

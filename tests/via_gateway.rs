@@ -75,6 +75,22 @@ async fn a_reply_is_the_same_json_as_the_cli_path_and_the_wire_matches_openclaw_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_session_choice_reaches_the_gateway_as_session_key() {
+    let gw = FakeGateway::start(Config::default()).await;
+    call(gateway_call(&gw, &["-m", "x", "--session", "support-42"])).await;
+    call(gateway_call(&gw, &["-m", "x", "--session", "new"])).await;
+    call(gateway_call(&gw, &["-m", "x", "--session", "new"])).await;
+    let sent: Vec<Value> = gw
+        .agent_requests()
+        .iter()
+        .map(|p| p["sessionKey"].clone())
+        .collect();
+    assert_eq!(sent[0], "support-42");
+    let (a, b) = (sent[1].as_str().unwrap(), sent[2].as_str().unwrap());
+    assert!(a.starts_with("clawbot-") && a != b, "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn routes_agent_and_to_become_agent_id_and_to() {
     let gw = FakeGateway::start(Config::default()).await;
     let run = call(gateway_call(&gw, &["-a", "doctor", "-m", "x"])).await;

@@ -144,6 +144,7 @@ impl Launcher {
     pub fn build(
         &self,
         route: &Route,
+        session: Option<&str>,
         message: &str,
         through_file: bool,
         json: bool,
@@ -153,6 +154,9 @@ impl Launcher {
         match route {
             Route::Agent(agent) => argv.extend(["--agent".into(), agent.into()]),
             Route::To(to) => argv.extend(["--to".into(), to.into()]),
+        }
+        if let Some(key) = session {
+            argv.extend(["--session-key".into(), key.into()]);
         }
         if json {
             argv.push("--json".into());
@@ -348,7 +352,7 @@ mod tests {
     fn direct_command_keeps_the_message_as_one_argument() {
         let msg = "--help $(rm -rf ~) `x` \"q\" 'q'\n🦀";
         let inv = direct(&["npx", "openclaw"])
-            .build(&Route::Agent("ops".into()), msg, false, false)
+            .build(&Route::Agent("ops".into()), None, msg, false, false)
             .unwrap();
         assert_eq!(inv.program, "npx");
         assert_eq!(
@@ -362,7 +366,7 @@ mod tests {
     fn messages_over_the_argv_limit_go_through_a_private_file() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES + 1);
         let inv = direct(&["openclaw"])
-            .build(&Route::To("+1".into()), &msg, false, false)
+            .build(&Route::To("+1".into()), None, &msg, false, false)
             .unwrap();
         let args = strings(&inv.args);
         assert_eq!(&args[..4], ["agent", "--to", "+1", "--message-file"]);
@@ -384,7 +388,7 @@ mod tests {
     fn a_message_at_the_argv_limit_stays_an_argument() {
         let msg = "x".repeat(ARG_LIMIT_UNIX_BYTES);
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), &msg, false, false)
+            .build(&Route::Agent("main".into()), None, &msg, false, false)
             .unwrap();
         assert!(inv.message_file.is_none());
     }
@@ -392,7 +396,7 @@ mod tests {
     #[test]
     fn nul_bytes_go_through_a_file() {
         let inv = direct(&["openclaw"])
-            .build(&Route::Agent("main".into()), "a\0b", false, false)
+            .build(&Route::Agent("main".into()), None, "a\0b", false, false)
             .unwrap();
         assert!(inv.message_file.is_some());
     }
@@ -408,7 +412,7 @@ mod tests {
             }),
         };
         let inv = launcher
-            .build(&Route::Agent("ops".into()), "$(id)", false, false)
+            .build(&Route::Agent("ops".into()), None, "$(id)", false, false)
             .unwrap();
         assert_eq!(inv.program, "wsl.exe");
         assert_eq!(
@@ -438,7 +442,7 @@ mod tests {
         assert!(!wsl.login_shell);
         assert_eq!(wsl.distro, None);
         let inv = launcher
-            .build(&Route::Agent("main".into()), "hi", false, false)
+            .build(&Route::Agent("main".into()), None, "hi", false, false)
             .unwrap();
         assert_eq!(
             strings(&inv.args)[..2],
@@ -451,7 +455,7 @@ mod tests {
         let launcher = locate(Some("openclaw"), false, Some("Debian")).unwrap();
         let msg = "x".repeat(ARG_LIMIT_WINDOWS_UNITS + 1);
         let inv = launcher
-            .build(&Route::Agent("main".into()), &msg, false, false)
+            .build(&Route::Agent("main".into()), None, &msg, false, false)
             .unwrap();
         assert!(inv.message_file.is_some());
     }

@@ -57,6 +57,7 @@ impl NotReached {
 pub async fn call(
     message: &str,
     route: &Route,
+    session: Option<&str>,
     options: &Options,
     started: Instant,
     mut cancel: Pin<&mut impl Future<Output = Interrupt>>,
@@ -126,7 +127,7 @@ pub async fn call(
         message: message.to_owned(),
         agent_id,
         to,
-        session_key: None,
+        session_key: session.map(str::to_owned),
         deliver: false,
         timeout: options.timeout.as_secs_f64().ceil() as u64 + GATEWAY_TIMEOUT_MARGIN,
         idempotency_key: uuid::Uuid::new_v4().to_string(),

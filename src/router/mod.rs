@@ -55,6 +55,8 @@ pub struct Options {
     pub activity: Option<crate::ui::Activity>,
     /// `--to` destination used when the call names no agent.
     pub default_to: Option<String>,
+    /// `--session`.
+    pub session: Session,
     pub timeout: Duration,
     pub grace: Duration,
     pub max_output: usize,
@@ -63,6 +65,47 @@ pub struct Options {
     pub wsl: bool,
     pub wsl_distro: Option<String>,
     pub lang: Lang,
+}
+
+/// Which OpenClaw session a call runs in (`--session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Session {
+    /// The agent's own (`agent:<id>:main`): OpenClaw's default, nothing sent.
+    Main,
+    /// A session of its own for every call.
+    New,
+    /// A session the host names; bare keys are scoped to the agent.
+    Key(String),
+}
+
+/// The longest session key taken.
+const MAX_SESSION_KEY: usize = 256;
+
+impl Session {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "main" => Ok(Session::Main),
+            "new" => Ok(Session::New),
+            "" => Err("a session is main, new or a key".into()),
+            key if key.chars().count() > MAX_SESSION_KEY => Err(format!(
+                "a session key is at most {MAX_SESSION_KEY} characters"
+            )),
+            key if key.chars().any(|c| c.is_control() || c.is_whitespace()) => {
+                Err("a session key has no spaces or control characters".into())
+            }
+            key => Ok(Session::Key(key.to_owned())),
+        }
+    }
+
+    /// The key this call sends: none for `main`, a fresh one for `new`
+    /// (OpenClaw scopes a bare key to the call's agent, on both paths).
+    fn key_for_call(&self) -> Option<String> {
+        match self {
+            Session::Main => None,
+            Session::New => Some(format!("clawbot-{}", uuid::Uuid::new_v4().simple())),
+            Session::Key(key) => Some(key.clone()),
+        }
+    }
 }
 
 /// A signal that interrupted the router.
@@ -102,11 +145,16 @@ pub async fn call(
         }
     };
     let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
+    // One key for the call, whichever path runs it (a gateway attempt and
+    // its CLI fallback are the same call).
+    let session = options.session.key_for_call();
+    let session = session.as_deref();
     tokio::pin!(cancel);
     if options.via == Via::Cli {
         return Box::pin(through_cli(
             &request.message,
             &route,
+            session,
             options,
             started,
             cancel,
@@ -118,6 +166,7 @@ pub async fn call(
     match Box::pin(gateway::call(
         &request.message,
         &route,
+        session,
         options,
         started,
         cancel.as_mut(),
@@ -147,6 +196,7 @@ pub async fn call(
             Box::pin(through_cli(
                 &request.message,
                 &route,
+                session,
                 &options,
                 started,
                 cancel,
@@ -185,6 +235,7 @@ fn refuse(started: Instant, content: String, status: Status, via: Option<&'stati
 async fn through_cli(
     message: &str,
     route: &Route,
+    session: Option<&str>,
     options: &Options,
     started: Instant,
     mut cancel: std::pin::Pin<&mut impl Future<Output = Interrupt>>,
@@ -211,7 +262,7 @@ async fn through_cli(
     // moves to a file and the spawn is tried once more.
     for through_file in [false, true] {
         let structured = options.format == Format::Structured;
-        let invocation = match launcher.build(route, message, through_file, structured) {
+        let invocation = match launcher.build(route, session, message, through_file, structured) {
             Ok(invocation) => invocation,
             Err(e) => {
                 let reason = build_error(lang, &e);
