@@ -464,7 +464,7 @@ fn english<T>(text: &str, parsed: Result<T, ValueProblem>) -> Result<T, String> 
 }
 
 pub fn parse_session(text: &str) -> Result<crate::router::Session, String> {
-    crate::router::Session::parse(text)
+    crate::router::Session::parse(text).map_err(|p| p.describe(Lang::En))
 }
 
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
@@ -482,6 +482,13 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 /// The router's own sentence for a numeric flag clap refused (`--grace -1`),
 /// in `lang`; `None` for flags that are not ours to explain.
 pub fn explain_value(flag: &str, text: &str, lang: Lang) -> Option<String> {
+    if flag == "--session" {
+        let reason = crate::router::Session::parse(text).err()?.describe(lang);
+        return Some(match lang {
+            Lang::En => format!("invalid value for {flag}: {reason}"),
+            Lang::Zh => format!("{flag} 的值无效：{reason}"),
+        });
+    }
     let problem = match flag {
         "--timeout" => seconds(text, true, MAX_TIMEOUT_SECS).err(),
         "--grace" => seconds(text, false, MAX_GRACE_SECS).err(),

@@ -141,15 +141,23 @@ fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
     // path's next turn in it carries the message.
     let marker = unique("left behind");
     let key = format!("e2e-session-{}", uuid::Uuid::new_v4().simple());
+    // Long enough for the CLI to start and the turn to reach the model
+    // (a loaded machine starts Node.js slowly), short of the model's delay.
     let slow = run(real_router().args([
         "--session",
         &key,
         "-m",
         &format!("[[delay:30]] {marker}"),
         "--timeout",
-        "4",
+        "15",
     ]));
     assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
+    let model_log =
+        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    assert!(
+        model_log.contains(&marker),
+        "the turn reached the model before the timeout"
+    );
     let next = run(via_gateway().args(["--session", &key, "-m", "next one", "--timeout", "60"]));
     let content = next.content();
     assert!(

@@ -219,9 +219,32 @@ fn the_session_choice_reaches_openclaw_as_a_session_key() {
         run(router_with("reply", &[]).args(["-m", "hi", "--session", "a b", "--exit-code"]));
     assert_eq!(refused.code, Some(2), "{}", refused.stdout);
     assert!(
-        refused.content().contains("session key"),
+        refused
+            .content()
+            .contains("--session 的值无效：会话键只能由字母、数字和 ._:@+- 组成"),
         "{}",
         refused.stdout
+    );
+    // Keys as OpenClaw keeps them (lower case); NEW is new, not a key.
+    assert_eq!(
+        recorded_argv(&["-m", "hi", "--session", "Support-42"], &[])[4],
+        "support-42"
+    );
+    assert!(recorded_argv(&["-m", "hi", "--session", "NEW"], &[])[4].starts_with("clawbot-"));
+    // A whole key names its agent: a call for another is refused at once.
+    let other = run(router_with("reply", &[]).args([
+        "-a",
+        "ops",
+        "-m",
+        "hi",
+        "--session",
+        "agent:main:x",
+        "--lang",
+        "en",
+    ]));
+    assert_eq!(
+        other.content(),
+        "[clawbot_router] The session key names agent \"main\", but this call is for agent \"ops\"."
     );
 }
 

@@ -88,6 +88,17 @@ async fn the_session_choice_reaches_the_gateway_as_session_key() {
     assert_eq!(sent[0], "support-42");
     let (a, b) = (sent[1].as_str().unwrap(), sent[2].as_str().unwrap());
     assert!(a.starts_with("clawbot-") && a != b, "{sent:?}");
+    // A destination with a whole key: the key's agent, as the CLI path.
+    call(gateway_call(
+        &gw,
+        &["-m", "x", "--to", "+1555", "--session", "agent:ops:s"],
+    ))
+    .await;
+    let last = gw.agent_requests().last().unwrap().clone();
+    assert_eq!(
+        (last["agentId"].as_str(), last["sessionKey"].as_str()),
+        (Some("ops"), Some("agent:ops:s"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

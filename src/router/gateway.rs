@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use super::command::Route;
 use super::messages;
 use super::result::{Meta, Status};
-use super::{Format, Interrupt, Options, Reply, Via, push_line, seconds, structured, with_meta};
+use super::{
+    Format, Interrupt, Options, Reply, Session, Via, push_line, seconds, structured, with_meta,
+};
 use crate::gateway::client::ConnectError;
 use crate::gateway::frames::ErrorShape;
 use crate::gateway::operator::{self, AgentParams, Progress, Scope, TurnEnd};
@@ -113,6 +115,11 @@ pub async fn call(
         // A destination alone leaves the gateway to guess the session (and
         // OpenClaw 2026.9.6 then refuses with SESSION_WORK_START_CHANGED);
         // the default agent with it routes as `openclaw agent --to` does.
+        // A whole session key names the agent itself.
+        Route::To(to) if session.and_then(Session::agent).is_some() => (
+            session.and_then(Session::agent).map(str::to_owned),
+            Some(to.clone()),
+        ),
         Route::To(to) => {
             let asked =
                 tokio::time::timeout_at(deadline.into(), operator::default_agent(&mut conn));

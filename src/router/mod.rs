@@ -81,20 +81,72 @@ pub enum Session {
 /// The longest session key taken.
 const MAX_SESSION_KEY: usize = 256;
 
-impl Session {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "main" => Ok(Session::Main),
-            "new" => Ok(Session::New),
-            "" => Err("a session is main, new or a key".into()),
-            key if key.chars().count() > MAX_SESSION_KEY => Err(format!(
-                "a session key is at most {MAX_SESSION_KEY} characters"
-            )),
-            key if key.chars().any(|c| c.is_control() || c.is_whitespace()) => {
-                Err("a session key has no spaces or control characters".into())
+/// Why a `--session` value was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionProblem {
+    Empty,
+    TooLong,
+    NotPlain,
+    Reserved(String),
+    BadAgentKey,
+}
+
+impl SessionProblem {
+    pub fn describe(&self, lang: Lang) -> String {
+        use SessionProblem::*;
+        match (lang, self) {
+            (Lang::En, Empty) => "a session is main, new or a key".into(),
+            (Lang::Zh, Empty) => "会话须为 main、new 或一个键".into(),
+            (Lang::En, TooLong) => format!("a session key is at most {MAX_SESSION_KEY} characters"),
+            (Lang::Zh, TooLong) => format!("会话键最多 {MAX_SESSION_KEY} 个字符"),
+            (Lang::En, NotPlain) => "a session key is letters, digits and ._:@+- only".into(),
+            (Lang::Zh, NotPlain) => "会话键只能由字母、数字和 ._:@+- 组成".into(),
+            (Lang::En, Reserved(k)) => {
+                format!("{k:?} is OpenClaw's shared {k} session, not a key of one's own")
             }
-            key => Ok(Session::Key(key.to_owned())),
+            (Lang::Zh, Reserved(k)) => {
+                format!("{k:?} 是 OpenClaw 共用的 {k} 会话，不能作为自己的键")
+            }
+            (Lang::En, BadAgentKey) => "a whole key is agent:<agent>:<name>".into(),
+            (Lang::Zh, BadAgentKey) => "完整的键须为 agent:<agent>:<名称>".into(),
         }
+    }
+}
+
+impl Session {
+    /// `main` and `new` in any case; a key as OpenClaw keeps it (lower
+    /// case), plain words only (it may reach a shell on Windows), and a
+    /// whole `agent:<id>:<name>` well formed.
+    pub fn parse(text: &str) -> Result<Self, SessionProblem> {
+        let key = text.trim().to_lowercase();
+        match key.as_str() {
+            "main" => return Ok(Session::Main),
+            "new" => return Ok(Session::New),
+            "" => return Err(SessionProblem::Empty),
+            "global" | "unknown" => return Err(SessionProblem::Reserved(key)),
+            _ => {}
+        }
+        if key.chars().count() > MAX_SESSION_KEY {
+            return Err(SessionProblem::TooLong);
+        }
+        if !key
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '+' | '-'))
+        {
+            return Err(SessionProblem::NotPlain);
+        }
+        if let Some(rest) = key.strip_prefix("agent:") {
+            match rest.split_once(':') {
+                Some((agent, name)) if !agent.is_empty() && !name.is_empty() => {}
+                _ => return Err(SessionProblem::BadAgentKey),
+            }
+        }
+        Ok(Session::Key(key))
+    }
+
+    /// The agent a whole key names (`agent:<id>:…`).
+    pub fn agent(key: &str) -> Option<&str> {
+        key.strip_prefix("agent:")?.split(':').next()
     }
 
     /// The key this call sends: none for `main`, a fresh one for `new`
@@ -149,6 +201,21 @@ pub async fn call(
     // its CLI fallback are the same call).
     let session = options.session.key_for_call();
     let session = session.as_deref();
+    // A whole key names its agent; a call for another agent would be
+    // refused by OpenClaw only after starting (and differently per path).
+    if let (Route::Agent(agent), Some(named)) = (&route, session.and_then(Session::agent))
+        && agent.to_lowercase() != named
+    {
+        let sentence = match options.lang {
+            Lang::En => format!(
+                "[clawbot_router] The session key names agent {named:?}, but this call is for agent {agent:?}."
+            ),
+            Lang::Zh => format!(
+                "[clawbot_router] 会话键属于 agent {named:?}，但本次调用的是 agent {agent:?}。"
+            ),
+        };
+        return refuse(started, sentence, Status::InvalidInput, None);
+    }
     tokio::pin!(cancel);
     if options.via == Via::Cli {
         return Box::pin(through_cli(
@@ -508,6 +575,38 @@ fn build_error(lang: Lang, e: &command::BuildError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn session_values_are_checked_as_openclaw_keeps_keys() {
+        assert_eq!(Session::parse(" Main "), Ok(Session::Main));
+        assert_eq!(Session::parse("NEW"), Ok(Session::New));
+        assert_eq!(
+            Session::parse("Support-42"),
+            Ok(Session::Key("support-42".into()))
+        );
+        assert_eq!(
+            Session::parse("agent:ops:x.y"),
+            Ok(Session::Key("agent:ops:x.y".into()))
+        );
+        for (bad, why) in [
+            ("", SessionProblem::Empty),
+            ("a b", SessionProblem::NotPlain),
+            ("x&calc", SessionProblem::NotPlain),
+            ("%PATH%", SessionProblem::NotPlain),
+            ("global", SessionProblem::Reserved("global".into())),
+            ("agent:", SessionProblem::BadAgentKey),
+            ("agent:main", SessionProblem::BadAgentKey),
+            ("agent::x", SessionProblem::BadAgentKey),
+        ] {
+            assert_eq!(Session::parse(bad), Err(why), "{bad:?}");
+        }
+        assert_eq!(
+            Session::parse(&"k".repeat(257)),
+            Err(SessionProblem::TooLong)
+        );
+        assert_eq!(Session::agent("agent:ops:x"), Some("ops"));
+        assert_eq!(Session::agent("support"), None);
+    }
 
     #[test]
     fn seconds_are_printed_plainly() {
