@@ -1033,8 +1033,14 @@ fn e2e_an_agent_calls_a_real_mcp_server_through_the_node() {
         Duration::from_secs(60),
     );
     let published = |log: &str| log.matches("published ").count();
-    let log = node.wait_log(
+    node.wait_log(
         "fs.move_file is not offered to agents",
+        Duration::from_secs(30),
+    );
+    // All of it, taken by the gateway once the node is approved: ours (8),
+    // fs (13 of 14) and everything (13).
+    let log = node.wait_log(
+        "published 34 tools to the gateway's agents",
         Duration::from_secs(30),
     );
     assert!(!log.contains("MCP server fs cannot start"), "{log}");

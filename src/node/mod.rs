@@ -744,6 +744,7 @@ impl Node {
                                 if surface.confirmed {
                                     beacon.approved();
                                 }
+                                publisher.approval(surface.confirmed, &outbox);
                                 self.check_name();
                             }
                             NodeEvent::Other { event, problem: Some(problem) } => {
@@ -766,6 +767,7 @@ impl Node {
                             surface.answered(&res.id, res.ok, res.error.as_ref());
                             let answer = plugin_tools::Answer { ok: res.ok, payload: res.payload.as_ref(), error: res.error.as_ref() };
                             publisher.answered(&res.id, answer, surface.confirmed);
+                            publisher.approval(surface.confirmed, &outbox);
                             if surface.confirmed {
                                 beacon.approved();
                             }

@@ -289,6 +289,9 @@ pub struct Publisher {
     sending: Option<(String, Vec<Value>)>,
     /// The left-out notes last told.
     told: Vec<String>,
+    /// The gateway took the last list before it approved this node's
+    /// commands (filtering by the surface it had then).
+    before_approval: bool,
     retry_at: Option<Instant>,
     delay: Duration,
     retries: u32,
@@ -301,6 +304,7 @@ impl Publisher {
             settled: None,
             sending: None,
             told: Vec::new(),
+            before_approval: false,
             retry_at: None,
             delay: Duration::from_millis(250),
             retries: 0,
@@ -334,6 +338,18 @@ impl Publisher {
             .map(|id| (id, tools));
     }
 
+    /// Once the gateway approves this node's commands, a list it took
+    /// before is sent again: an agent turn right after the approval saw
+    /// only part of it otherwise (the e2e test caught it).
+    pub fn approval(&mut self, confirmed: bool, outbox: &Outbox) {
+        if confirmed && self.before_approval {
+            self.before_approval = false;
+            self.settled = None;
+            self.sending = None;
+            self.publish(outbox);
+        }
+    }
+
     /// When to publish again, if an answer asked for it.
     pub fn retry_at(&self) -> Option<Instant> {
         self.retry_at
@@ -348,6 +364,7 @@ impl Publisher {
         let sent = tools.len();
         let Some(e) = answer.error.filter(|_| !answer.ok) else {
             self.settled = Some(tools);
+            self.before_approval = !approved;
             let listed = answer
                 .payload
                 .and_then(|p| p["tools"].as_array())
