@@ -227,17 +227,12 @@ fn npm_cmd_shims_are_found_and_never_see_the_message() {
     // and would re-parse arguments for: found through PATHEXT, and the
     // message goes in a file.
     let dir = tempfile::tempdir().unwrap();
-    let fake = win(&bin().join("fake-openclaw.exe"));
-    std::fs::write(
-        dir.path().join("openclaw.cmd"),
-        format!("@\"{fake}\" --scenario echo %*\r\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("npx.cmd"),
-        format!("@\"{fake}\" --scenario echo %2 %3 %4 %5 %6 %7 %8\r\n"),
-    )
-    .unwrap();
+    shim(dir.path(), "openclaw.cmd", "--scenario echo %*");
+    shim(
+        dir.path(),
+        "npx.cmd",
+        "--scenario echo %2 %3 %4 %5 %6 %7 %8",
+    );
     let path = win(dir.path());
     for openclaw in [None, Some("npx openclaw")] {
         for message in HOSTILE {
@@ -252,6 +247,12 @@ fn npm_cmd_shims_are_found_and_never_see_the_message() {
     }
 }
 
+/// An npm-style shim in `dir`: a batch file running the fake with `tail`.
+fn shim(dir: &Path, name: &str, tail: &str) {
+    let fake = win(&bin().join("fake-openclaw.exe"));
+    std::fs::write(dir.join(name), format!("@\"{fake}\" {tail}\r\n")).unwrap();
+}
+
 /// An agent name reaches a `.cmd` shim as an argument cmd.exe parses: a
 /// plain one arrives whole; one cmd.exe would act on is refused — never a
 /// second command, never an expanded variable.
@@ -259,12 +260,7 @@ fn npm_cmd_shims_are_found_and_never_see_the_message() {
 #[ignore = "needs Wine and the Windows build: scripts/windows.sh"]
 fn an_agent_name_through_a_cmd_shim_stays_one_argument() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = win(&bin().join("fake-openclaw.exe"));
-    std::fs::write(
-        dir.path().join("openclaw.cmd"),
-        format!("@\"{fake}\" %*\r\n"),
-    )
-    .unwrap();
+    shim(dir.path(), "openclaw.cmd", "%*");
     let marker = dir.path().join("pwned");
     let call = |agent: &str| {
         let mut cmd = router();

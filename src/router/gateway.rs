@@ -110,16 +110,14 @@ pub async fn call(
             return Attempt::Done(reply);
         }
     };
+    let named = session.and_then(Session::agent);
     let (agent_id, to) = match route {
         Route::Agent(agent) => (Some(agent.clone()), None),
         // A destination alone leaves the gateway to guess the session (and
         // OpenClaw 2026.9.6 then refuses with SESSION_WORK_START_CHANGED);
         // the default agent with it routes as `openclaw agent --to` does.
         // A whole session key names the agent itself.
-        Route::To(to) if session.and_then(Session::agent).is_some() => (
-            session.and_then(Session::agent).map(str::to_owned),
-            Some(to.clone()),
-        ),
+        Route::To(to) if named.is_some() => (named.map(str::to_owned), Some(to.clone())),
         Route::To(to) => {
             let asked =
                 tokio::time::timeout_at(deadline.into(), operator::default_agent(&mut conn));
