@@ -48,13 +48,19 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             ..
         }) => Box::pin(crate::mcp::serve(call_options(&options, None))).await,
         Ok(Cli {
+            command: Some(Command::Bridge(command)),
+            ..
+        }) => Box::pin(crate::links::bridge::main(command, stopped())).await,
+        Ok(Cli {
             command: Some(command),
             ..
         }) => {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => prompt(lang).to_owned(),
-                Command::Node(_) | Command::Mcp(_) => unreachable!("handled above"),
+                Command::Node(_) | Command::Mcp(_) | Command::Bridge(_) => {
+                    unreachable!("handled above")
+                }
             };
             print(&text);
             0
@@ -198,6 +204,7 @@ fn setup_code(
 
 fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
     let state_dir = args
+        .hands
         .state_dir
         .clone()
         .unwrap_or_else(node::default_state_dir);
@@ -229,10 +236,10 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
         mcp: crate::links::mcp_servers::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,
-        workspace: args.workspace.unwrap_or_else(|| ".".into()),
-        approval: args.approval,
-        allow: args.allow,
-        deny: args.deny,
+        workspace: args.hands.workspace.unwrap_or_else(|| ".".into()),
+        approval: args.hands.approval,
+        allow: args.hands.allow,
+        deny: args.hands.deny,
         commands: args.commands.map(|c| {
             c.into_iter()
                 .map(|n| n.trim().to_owned())
@@ -505,6 +512,18 @@ async fn read_stdin(limit: std::time::Duration) -> Result<String, RequestError> 
         return Err(RequestError::Stdin(StdinProblem::TooLarge(MAX_STDIN_ARGS)));
     }
     String::from_utf8(bytes).map_err(|_| RequestError::Stdin(StdinProblem::NotUtf8))
+}
+
+/// Cancelled when the process is told to stop (a link's whole life).
+fn stopped() -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let cancel = stop.clone();
+    let signal = interrupts();
+    tokio::spawn(async move {
+        signal.await;
+        cancel.cancel();
+    });
+    stop
 }
 
 /// Resolves when the router is told to stop.

@@ -37,6 +37,9 @@ pub enum Command {
     Node(NodeCommand),
     /// Serve the tool over the Model Context Protocol on stdio.
     Mcp(CallOptions),
+    /// Serve this machine's tools to coding-agent sessions over the bridge
+    /// WebSocket of seed 004 (or, `bridge send`, hand one of them a message).
+    Bridge(BridgeCommand),
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
@@ -105,6 +108,32 @@ pub struct ServiceFlags {
     pub system: bool,
 }
 
+/// What every tool-running mode shares — the node and each link: where its
+/// state lives, the workspace, and the one policy's flags.
+#[derive(Debug, Args)]
+pub struct HandsArgs {
+    /// Where the device identity, tokens, approvals and audit log live
+    /// (default: $XDG_STATE_HOME/clawbot_router or ~/.local/state/clawbot_router).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+
+    /// The directory file tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+
+    /// What to do with risky calls (writes, commands) nothing pre-approved.
+    #[arg(long, value_enum, default_value_t = crate::tools::policy::Mode::Ask)]
+    pub approval: crate::tools::policy::Mode,
+
+    /// Pre-approve a command (e.g. `write_file`) or a program (e.g. `ls`); repeatable.
+    #[arg(long = "allow-command", value_name = "NAME")]
+    pub allow: Vec<String>,
+
+    /// Forbid a command or a program; repeatable; wins over everything.
+    #[arg(long = "deny-command", value_name = "NAME")]
+    pub deny: Vec<String>,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -164,26 +193,8 @@ pub struct NodeArgs {
     #[arg(long, value_name = "NAME")]
     pub display_name: Option<String>,
 
-    /// Where the device identity, tokens, approvals and audit log live
-    /// (default: $XDG_STATE_HOME/clawbot_router or ~/.local/state/clawbot_router).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<std::path::PathBuf>,
-
-    /// The directory file tools are confined to (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<std::path::PathBuf>,
-
-    /// What to do with risky calls (writes, commands) nothing pre-approved.
-    #[arg(long, value_enum, default_value_t = crate::tools::policy::Mode::Ask)]
-    pub approval: crate::tools::policy::Mode,
-
-    /// Pre-approve a command (e.g. `write_file`) or a program (e.g. `ls`); repeatable.
-    #[arg(long = "allow-command", value_name = "NAME")]
-    pub allow: Vec<String>,
-
-    /// Forbid a command or a program; repeatable; wins over everything.
-    #[arg(long = "deny-command", value_name = "NAME")]
-    pub deny: Vec<String>,
+    #[command(flatten)]
+    pub hands: HandsArgs,
 
     /// Declare only these commands (comma-separated), as `openclaw node run
     /// --commands` does; anything else is refused.
@@ -541,4 +552,88 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+}
+
+/// `clawbot_router bridge [send]`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BridgeCommand {
+    #[command(subcommand)]
+    pub send: Option<BridgeSend>,
+    #[command(flatten)]
+    pub run: BridgeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BridgeSend {
+    /// Deliver a message to a session's client through the running bridge
+    /// (kept for it while it is away); prints the answer as JSON.
+    Send(BridgeSendArgs),
+}
+
+/// The bridge's shared token: never on the command line.
+#[derive(Debug, Args)]
+pub struct BridgeToken {
+    /// A file holding the shared token (else CLAWBOT_BRIDGE_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+
+    /// Refused: a token on the command line is visible to every user.
+    #[arg(long, hide = true)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// Where to listen (the clients connect to ws://ADDR/bridge).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:18801")]
+    pub listen: String,
+
+    /// An OpenClaw session a client may bind (repeatable; others are refused).
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
+    /// Messages kept per session while its client is away (oldest dropped).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(0..=10000))]
+    pub buffer: u16,
+
+    /// Seconds between pings; two unanswered pings end a connection.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub ping_interval: u64,
+
+    /// The longest a tool call (approval included) may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub tool_timeout: u64,
+
+    /// Listen on a private-network address too (loopback only by default;
+    /// the token crosses the wire in plaintext, so never a public one).
+    #[arg(long)]
+    pub allow_remote: bool,
+
+    #[command(flatten)]
+    pub token: BridgeToken,
+
+    #[command(flatten)]
+    pub hands: HandsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BridgeSendArgs {
+    /// The running bridge's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:18801")]
+    pub listen: String,
+
+    /// The session whose client gets the message.
+    #[arg(long, value_name = "ID")]
+    pub session: String,
+
+    /// The message's meta (a JSON object: user, source_channel, …).
+    #[arg(long, value_name = "JSON")]
+    pub meta: Option<String>,
+
+    #[command(flatten)]
+    pub token: BridgeToken,
+
+    /// The message.
+    pub text: String,
 }

@@ -207,15 +207,16 @@ impl Prompter {
         Some(Self { say })
     }
 
-    /// Shows `what` and waits up to `wait` for o(nce) / a(lways) / d(eny).
-    pub async fn ask(&self, what: &str, wait: Duration) -> Answer {
+    /// Shows what `who` wants (`what`) and waits up to `wait` for o(nce) /
+    /// a(lways) / d(eny).
+    pub async fn ask(&self, who: &str, what: &str, wait: Duration) -> Answer {
         let stdin = stdin();
         let mut lines = stdin.answers.lock().await;
         while lines.try_recv().is_ok() {} // typed before the question: not an answer
         stdin.asking.store(true, Ordering::SeqCst);
-        let what = printable(what);
+        let (who, what) = (printable(who), printable(what));
         self.print(format!(
-            "\n[clawbot_router] OpenClaw wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
+            "\n[clawbot_router] {who} wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
         ));
         let answer = tokio::time::timeout(wait, async {
             loop {

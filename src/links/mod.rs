@@ -2,4 +2,123 @@
 //! translates its frames into `tools` dispatch; none decides policy or
 //! spawns a process by itself.
 
+pub mod bridge;
 pub mod mcp_servers;
+
+use std::path::Path;
+
+/// A link's secret (a token, an API key), from its file or its variable —
+/// never from the command line, where every user of the machine can read
+/// it (`ps`). `flag` is what was given on the command line, to refuse.
+pub fn secret(
+    flag: Option<&str>,
+    file: Option<&Path>,
+    var: &str,
+    what: &str,
+) -> Result<String, String> {
+    if flag.is_some() {
+        return Err(format!(
+            "{what} on the command line is visible to every user of this machine (ps); put it in the environment variable {var} or a file (--{}-file FILE)",
+            what.split_whitespace().last().unwrap_or("token")
+        ));
+    }
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?,
+        None => std::env::var(var).unwrap_or_default(),
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(format!(
+            "no {what}: set {var} or give --{}-file FILE",
+            what.split_whitespace().last().unwrap_or("token")
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Whether two secrets are equal, in time that does not depend on where
+/// they differ.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let (x, y) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
+    x.iter().zip(y.iter()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A link's listening (or reaching) address: loopback, or with
+/// `allow_remote` a private-network address — never a public one, and
+/// never every interface at once: `secret` crosses it in plaintext.
+pub fn listen_address(
+    text: &str,
+    allow_remote: bool,
+    secret: &str,
+) -> Result<std::net::SocketAddr, String> {
+    let addr: std::net::SocketAddr = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not an address: write IP:PORT, e.g. 127.0.0.1:18801"))?;
+    let ip = addr.ip();
+    if ip.is_loopback() {
+        return Ok(addr);
+    }
+    if ip.is_unspecified() {
+        return Err(format!(
+            "{addr} listens on every interface, public ones included, and {secret} would cross them in plaintext: name a loopback or private address"
+        ));
+    }
+    if !allow_remote {
+        return Err(format!(
+            "{addr} is not loopback: add --allow-remote to use a private-network address"
+        ));
+    }
+    if !crate::gateway::transport::plaintext_allowed(&ip.to_string()) {
+        return Err(format!(
+            "{addr} is a public address, and {secret} would cross the internet in plaintext: use a loopback or private address"
+        ));
+    }
+    Ok(addr)
+}
+
+/// The hands a link's calls run on: this machine's own tools (those an
+/// agent is shown), under the one policy; the prompt names `asker`.
+pub fn hands(
+    args: &crate::cli::HandsArgs,
+    asker: &str,
+) -> Result<(std::sync::Arc<crate::tools::Tools>, bool), String> {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(crate::node::default_state_dir);
+    let workspace = args.workspace.clone().unwrap_or_else(|| ".".into());
+    if args.approval == crate::tools::policy::Mode::Gateway {
+        return Err("--approval gateway needs an OpenClaw gateway; a link has none (ask, allow or deny)".into());
+    }
+    let setup = crate::tools::setup::Setup {
+        state_dir: &state_dir,
+        workspace: &workspace,
+        approval: args.approval,
+        allow: &args.allow,
+        deny: &args.deny,
+        asker,
+        gateway: false,
+    };
+    let declared = crate::tools::catalog::ENTRIES
+        .iter()
+        .map(|e| e.name.to_owned())
+        .collect();
+    let (tools, asks) = crate::tools::setup::hands(&setup, declared)?;
+    if args.approval == crate::tools::policy::Mode::Ask && !asks {
+        eprintln!(
+            "[clawbot_router] stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)"
+        );
+    }
+    Ok((tools, asks))
+}

@@ -27,7 +27,12 @@ pub fn to_file(path: &Path) -> std::io::Result<()> {
 /// must never stall the node. Lines are dropped when the writer falls
 /// behind.
 pub fn say(message: &str) {
-    let _ = log().try_send(Log::Line(format!("[clawbot_router node] {message}\n")));
+    say_as("node", message);
+}
+
+/// The same, for another mode of the program (`bridge`, `chat`, `poll`).
+pub fn say_as(mode: &str, message: &str) {
+    let _ = log().try_send(Log::Line(format!("[clawbot_router {mode}] {message}\n")));
 }
 
 /// Waits (briefly) until every line logged so far is written: the last

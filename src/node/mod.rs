@@ -45,10 +45,8 @@ use crate::gateway::frames::{
 };
 use crate::gateway::identity::{self, Identity, SignedFields, TokenStore};
 use crate::links::mcp_servers::Servers;
-use crate::tools::policy::{Mode, Policy};
-use crate::tools::sandbox::Workspace;
+use crate::tools::policy::Mode;
 use crate::tools::{self, Invocation, ToolError, Tools};
-use crate::ui::Prompter;
 use backoff::Backoff;
 use log::{flush_log, say};
 use result::{content_budget, result_frame, send_result};
@@ -246,54 +244,32 @@ enum TokenChoice {
 
 impl Node {
     fn start(options: Options) -> Result<Self, String> {
-        identity::create_private_dir(&options.state_dir).map_err(|e| {
-            format!(
-                "cannot create the state directory {}: {e}",
-                options.state_dir.display()
-            )
-        })?;
+        let setup = tools::setup::Setup {
+            state_dir: &options.state_dir,
+            workspace: &options.workspace,
+            approval: options.approval,
+            allow: &options.allow,
+            deny: &options.deny,
+            asker: "OpenClaw",
+            gateway: true,
+        };
+        let (tools, asks) = tools::setup::hands(
+            &setup,
+            tools::declared_commands(options.commands.as_deref())?,
+        )?;
+        if options.approval == Mode::Ask && !asks {
+            say(
+                "stdin/stderr is not a terminal: risky calls go to the gateway for approval (an agent's exec raises an exec approval) or are refused unless pre-approved (--allow-command, --approval allow, openclaw approvals allowlist add --node)",
+            );
+        }
         let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)
             .map_err(|e| format!("cannot load the device identity: {e}"))?;
-        let mut workspace = Workspace::new(&options.workspace)
-            .map_err(|e| format!("--workspace {}: {e}", options.workspace.display()))?;
-        // Keys, tokens and approvals are never a tool's business, even when
-        // the workspace is the home directory that holds them.
-        workspace.protect(&options.state_dir);
-        for path in tools::system::openclaw_private_paths() {
-            workspace.protect(&path);
-        }
-        let prompter = match options.approval {
-            Mode::Ask => {
-                let prompter = Prompter::for_terminal();
-                if prompter.is_none() {
-                    say(
-                        "stdin/stderr is not a terminal: risky calls go to the gateway for approval (an agent's exec raises an exec approval) or are refused unless pre-approved (--allow-command, --approval allow, openclaw approvals allowlist add --node)",
-                    );
-                }
-                prompter
-            }
-            _ => None,
-        };
-        let policy = Policy::new(
-            options.approval,
-            options.allow.clone(),
-            options.deny.clone(),
-            &options.state_dir,
-            prompter,
-        );
-        let audit = tools::audit::Audit::open(&options.state_dir);
         let display_name = options
             .display_name
             .clone()
             .or_else(tools::system::hostname)
             .unwrap_or_else(|| "clawbot_router".into());
-        let tools = Tools::new(
-            workspace,
-            policy,
-            audit,
-            tools::declared_commands(options.commands.as_deref())?,
-        );
         let ours = if options.commands.is_some() || options.no_agent_tools {
             Vec::new()
         } else {
@@ -887,6 +863,7 @@ impl Node {
                     .and_then(|k| k.strip_prefix("agent:"))
                     .and_then(|k| k.split(':').next())
                     .filter(|a| !a.is_empty()),
+                gate: tools::policy::Gate::Ours,
             };
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).

@@ -15,8 +15,10 @@ mod error;
 pub mod exec;
 pub mod fs;
 pub mod host;
+mod permit;
 pub mod policy;
 pub mod sandbox;
+pub mod setup;
 pub mod system;
 pub mod upstream;
 
@@ -191,6 +193,9 @@ pub struct Invocation<'a> {
     /// the parameters (a published tool's call: its session's agent):
     /// whose exec-approvals allowlist applies to a `run_command`.
     pub agent: Option<&'a str>,
+    /// What the remote side said of the call's risk (a link's `risk` or
+    /// airlock level): it can only make our own class stricter.
+    pub gate: policy::Gate,
 }
 
 impl Tools {
@@ -474,11 +479,19 @@ impl Tools {
                 (call, work, true)
             }
         };
-        let verdict = cancellable(
-            &inv.cancel,
-            self.policy.decide_granted(&call, inv.timeout, grant),
-        )
-        .await?;
+        let verdict = if inv.gate == policy::Gate::Ours {
+            cancellable(
+                &inv.cancel,
+                self.policy.decide_granted(&call, inv.timeout, grant),
+            )
+            .await?
+        } else {
+            cancellable(
+                &inv.cancel,
+                self.policy.decide_gated(&call, inv.timeout, inv.gate),
+            )
+            .await?
+        };
         *decision = Some(verdict.clone());
         if !matches!(verdict, Decision::Allowed(_)) {
             return Err(refusal(verdict, command));
@@ -595,6 +608,7 @@ mod tests {
             cancel: CancellationToken::new(),
             tap: None,
             agent: None,
+            gate: policy::Gate::Ours,
         })
         .await
         .0
@@ -683,6 +697,7 @@ mod tests {
                 cancel,
                 tap: None,
                 agent: None,
+                gate: policy::Gate::Ours,
             })
             .await
             .0;

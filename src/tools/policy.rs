@@ -38,6 +38,25 @@ pub enum Risk {
     Risky,
 }
 
+/// What the remote side says about a call's risk (seed 001's `risk`, seed
+/// 003's airlock level). It can only make our own class stricter: the
+/// desktop is the final authority.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gate {
+    /// Our own class decides (the node, the bridge).
+    #[default]
+    Ours,
+    /// At least risky: a read runs only as a write would.
+    Risky,
+    /// The user trusts this source with risky calls that run no program
+    /// (seed 003's headless mode for airlock levels 0 and 1): a write runs
+    /// unasked; a program still goes through the policy.
+    Headless,
+    /// A human, every time (seed 003's airlock level 2): no pre-approval,
+    /// no remembered "always", no `--approval allow` stands in.
+    Human,
+}
+
 /// `--approval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -133,6 +152,11 @@ pub struct Policy {
     prompter: Option<Prompter>,
     /// OpenClaw's exec-approvals document, managed from the gateway.
     document: std::sync::Arc<super::approvals::Store>,
+    /// Who is asking, as the terminal prompt names it.
+    asker: String,
+    /// Whether an OpenClaw gateway can ask its operators (the node), or
+    /// nobody but this terminal can (a link).
+    gateway: bool,
 }
 
 impl Policy {
@@ -162,7 +186,22 @@ impl Policy {
             remembered: Mutex::new(remembered),
             prompter,
             document: std::sync::Arc::new(super::approvals::Store::open(state_dir)),
+            asker: "OpenClaw".into(),
+            gateway: true,
         }
+    }
+
+    /// Names who asks in the terminal prompt ("OpenClaw" by default).
+    pub fn asked_by(mut self, asker: impl Into<String>) -> Self {
+        self.asker = asker.into();
+        self
+    }
+
+    /// No gateway stands behind the caller (a link): a human decides on
+    /// this terminal or not at all.
+    pub fn without_gateway(mut self) -> Self {
+        self.gateway = false;
+        self
     }
 
     /// The exec-approvals document (`system.execApprovals.*`).
@@ -285,9 +324,41 @@ impl Policy {
         }
     }
 
+    /// Decides `call` under what the remote side said of it (`gate`): the
+    /// stricter of the two wins, and the forbidden rules always stand.
+    pub async fn decide_gated(&self, call: &Call, wait: Duration, gate: Gate) -> Decision {
+        if let Some(refusal) = self.forbidden(call) {
+            return refusal;
+        }
+        match gate {
+            Gate::Ours => self.decide(call, wait).await,
+            Gate::Risky => {
+                let call = Call {
+                    risk: Risk::Risky,
+                    ..call.clone()
+                };
+                self.decide(&call, wait).await
+            }
+            Gate::Headless if call.exec.is_none() => Decision::Allowed("headless"),
+            Gate::Headless => self.decide(call, wait).await,
+            Gate::Human if self.mode == Mode::Deny => {
+                rejected("the node's approval policy is deny")
+            }
+            Gate::Human if self.prompter.is_none() => Decision::Refused {
+                code: "APPROVAL_REQUIRED",
+                message: format!(
+                    "{} needs a human's approval every time it is asked for this way, and no terminal can ask here (start on a terminal with --approval ask)",
+                    call.command
+                ),
+            },
+            Gate::Human => self.ask_human(call, wait).await,
+        }
+    }
+
     /// Whether a human's decision comes from the gateway's operators.
     fn asks_gateway(&self) -> bool {
-        self.mode == Mode::Gateway || (self.mode == Mode::Ask && self.prompter.is_none())
+        self.gateway
+            && (self.mode == Mode::Gateway || (self.mode == Mode::Ask && self.prompter.is_none()))
     }
 
     /// What `system.run.prepare` tells the gateway about this call: open
@@ -317,10 +388,10 @@ impl Policy {
             .as_ref()
             .filter(|_| self.mode != Mode::Gateway);
         match prompter {
-            None if call.exec.is_none() => Decision::Refused {
+            None if call.exec.is_none() || !self.gateway => Decision::Refused {
                 code: "APPROVAL_REQUIRED",
                 message: format!(
-                    "{} needs a human's approval and no terminal can ask here: start the node on a terminal to be asked, or with --allow-command {} or --approval allow",
+                    "{} needs a human's approval and no terminal can ask here: start clawbot_router on a terminal to be asked, or with --allow-command {} or --approval allow",
                     call.command, call.command
                 ),
             },
@@ -331,7 +402,7 @@ impl Policy {
                     call.command, call.command
                 ),
             },
-            Some(prompter) => match prompter.ask(&call.summary, wait).await {
+            Some(prompter) => match prompter.ask(&self.asker, &call.summary, wait).await {
                 Answer::Once => Decision::Allowed("user-once"),
                 Answer::Always => {
                     self.remember(call);

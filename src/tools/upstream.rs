@@ -91,7 +91,7 @@ impl Tools {
 }
 
 /// `server.tool {"path":"a.txt"}`, the arguments cut to a line's length.
-fn summary(command: &str, arguments: &Value) -> String {
+pub(super) fn summary(command: &str, arguments: &Value) -> String {
     let args = arguments.to_string();
     if args.chars().count() <= SUMMARY_ARGS {
         return format!("{command} {args}");
@@ -171,6 +171,7 @@ mod tests {
             cancel: CancellationToken::new(),
             tap: None,
             agent: None,
+            gate: crate::tools::policy::Gate::Ours,
         };
         t.invoke_upstream(&inv, fake, server, tool, json!({"a": 1}))
             .await

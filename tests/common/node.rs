@@ -33,9 +33,15 @@ impl Node {
     /// A node started with exactly `args` (after the router's own path),
     /// state and workspace in a directory of its own.
     pub fn start_args(args: &[&str]) -> Node {
+        Self::start_args_env(args, &[])
+    }
+
+    /// The same, with these variables set.
+    pub fn start_args_env(args: &[&str], env: &[(&str, &str)]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         let mut child = super::router()
+            .envs(env.iter().copied())
             .args(args)
             .arg("--state-dir")
             .arg(dir.path().join("state"))

@@ -1,0 +1,64 @@
+//! The hands as a process sets them up — the node and every link alike:
+//! the workspace (with our own state kept out of it), the one policy with
+//! its terminal prompt, the audit log, and the executor over them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::audit::Audit;
+use super::policy::{Mode, Policy};
+use super::sandbox::Workspace;
+use super::{Tools, system};
+use crate::ui::Prompter;
+
+/// What the hands are built from (the flags of [`crate::cli::HandsArgs`]).
+pub struct Setup<'a> {
+    pub state_dir: &'a Path,
+    pub workspace: &'a Path,
+    pub approval: Mode,
+    pub allow: &'a [String],
+    pub deny: &'a [String],
+    /// Who asks, as the terminal prompt names it ("OpenClaw").
+    pub asker: &'a str,
+    /// Whether a gateway's operators can approve what no terminal can.
+    pub gateway: bool,
+}
+
+/// The executor for `declared` commands, and whether a terminal asks the
+/// user (`--approval ask` with stdin and stderr on a terminal).
+pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bool), String> {
+    crate::gateway::identity::create_private_dir(setup.state_dir).map_err(|e| {
+        format!(
+            "cannot create the state directory {}: {e}",
+            setup.state_dir.display()
+        )
+    })?;
+    let mut workspace = Workspace::new(setup.workspace)
+        .map_err(|e| format!("--workspace {}: {e}", setup.workspace.display()))?;
+    // Keys, tokens and approvals are never a tool's business, even when
+    // the workspace is the home directory that holds them.
+    workspace.protect(setup.state_dir);
+    for path in system::openclaw_private_paths() {
+        workspace.protect(&path);
+    }
+    let prompter = match setup.approval {
+        Mode::Ask => Prompter::for_terminal(),
+        _ => None,
+    };
+    let asks = prompter.is_some();
+    let policy = Policy::new(
+        setup.approval,
+        setup.allow.to_vec(),
+        setup.deny.to_vec(),
+        setup.state_dir,
+        prompter,
+    )
+    .asked_by(setup.asker);
+    let policy = if setup.gateway {
+        policy
+    } else {
+        policy.without_gateway()
+    };
+    let audit = Audit::open(setup.state_dir);
+    Ok((Tools::new(workspace, policy, audit, declared), asks))
+}
