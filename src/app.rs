@@ -52,13 +52,17 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             ..
         }) => Box::pin(crate::links::bridge::main(command, stopped())).await,
         Ok(Cli {
+            command: Some(Command::Chat(args)),
+            ..
+        }) => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
+        Ok(Cli {
             command: Some(command),
             ..
         }) => {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => prompt(lang).to_owned(),
-                Command::Node(_) | Command::Mcp(_) | Command::Bridge(_) => {
+                Command::Node(_) | Command::Mcp(_) | Command::Bridge(_) | Command::Chat(_) => {
                     unreachable!("handled above")
                 }
             };

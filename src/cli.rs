@@ -40,6 +40,9 @@ pub enum Command {
     /// Serve this machine's tools to coding-agent sessions over the bridge
     /// WebSocket of seed 004 (or, `bridge send`, hand one of them a message).
     Bridge(BridgeCommand),
+    /// Talk to a General Agent Service (seed 001) and run the tools it asks
+    /// for here: the message, then each line of stdin, one turn each.
+    Chat(ChatArgs),
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
@@ -636,4 +639,34 @@ pub struct BridgeSendArgs {
 
     /// The message.
     pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The service's base URL (loopback unless --allow-remote).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8765")]
+    pub service: String,
+
+    /// This conversation's id on the desktop side (jarvis_session_id); its
+    /// service session is kept in the state directory and resumed.
+    #[arg(long, value_name = "ID", default_value = "clawbot_router")]
+    pub conversation: String,
+
+    /// Allow a service off this machine (https://, or http:// on a private network).
+    #[arg(long)]
+    pub allow_remote: bool,
+
+    /// Seconds without any data, heartbeats included, before a stream counts as dead.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub dead_after: u64,
+
+    /// The longest a tool call (approval included) may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub tool_timeout: u64,
+
+    #[command(flatten)]
+    pub hands: HandsArgs,
+
+    /// The first message (more follow as lines of stdin).
+    pub message: Option<String>,
 }

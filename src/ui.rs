@@ -250,6 +250,20 @@ impl Prompter {
     }
 }
 
+/// An assistant's text for the terminal: line breaks and tabs kept, every
+/// other control character escaped (a stream must not drive the terminal).
+pub fn printable_text(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            line.split('\t')
+                .map(printable)
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `text` with every control character escaped: what an agent sends must
 /// not move the cursor or erase the line the user is asked to judge.
 pub fn printable(text: &str) -> String {

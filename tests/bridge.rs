@@ -17,11 +17,20 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 const TOKEN: &str = "bridge-test-token-0123456789";
 const WAIT: Duration = Duration::from_secs(10);
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A bridge on a port of its own, with `args` after the defaults.
 async fn bridge(args: &[&str]) -> (Node, String) {
-    let mut all = vec!["bridge", "--listen", "127.0.0.1:0", "--session", "s1", "--session", "s2"];
+    let mut all = vec![
+        "bridge",
+        "--listen",
+        "127.0.0.1:0",
+        "--session",
+        "s1",
+        "--session",
+        "s2",
+    ];
     all.extend(args);
     let node = Node::start_args_env(&all, &[("CLAWBOT_BRIDGE_TOKEN", TOKEN)]);
     node.wait_stderr("listening on ws://", WAIT).await;
@@ -78,7 +87,10 @@ async fn next_of(ws: &mut Ws, kind: &str) -> Value {
 /// The close frame's code and reason.
 async fn closed(ws: &mut Ws) -> (u16, String) {
     loop {
-        match tokio::time::timeout(WAIT, ws.next()).await.expect("closed in time") {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("closed in time")
+        {
             Some(Ok(Message::Close(Some(frame)))) => {
                 return (u16::from(frame.code), frame.reason.to_string());
             }
@@ -100,14 +112,23 @@ async fn bound(at: &str, session: &str) -> (Ws, Value) {
 }
 
 async fn call(ws: &mut Ws, id: &str, tool: &str, args: Value) -> Value {
-    send(ws, json!({"type": "tool_call", "call_id": id, "tool": tool, "args": args})).await;
+    send(
+        ws,
+        json!({"type": "tool_call", "call_id": id, "tool": tool, "args": args}),
+    )
+    .await;
     let result = next_of(ws, "tool_result").await;
     assert_eq!(result["call_id"], id);
     result
 }
 
 /// `bridge send`, as a process; its exit code and stdout.
-fn bridge_send(at: &str, session: &str, text: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+fn bridge_send(
+    at: &str,
+    session: &str,
+    text: &str,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
     let out = common::router()
         .env("CLAWBOT_BRIDGE_TOKEN", TOKEN)
         .args(["bridge", "send", "--listen", at, "--session", session])
@@ -127,8 +148,19 @@ async fn hello_ack_lists_our_tools_and_tool_calls_run_through_the_one_policy() {
     let (node, at) = bridge(&["--approval", "deny"]).await;
     std::fs::write(node.ws().join("notes.md"), "hello from the node\n").unwrap();
     let (mut ws, ack) = bound(&at, "s1").await;
-    let names: Vec<&str> = ack["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    for name in ["read_file", "list_files", "search_files", "write_file", "run_command"] {
+    let names: Vec<&str> = ack["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "read_file",
+        "list_files",
+        "search_files",
+        "write_file",
+        "run_command",
+    ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     assert!(ack["tools"][0]["input_schema"]["type"] == "object");
@@ -139,36 +171,84 @@ async fn hello_ack_lists_our_tools_and_tool_calls_run_through_the_one_policy() {
     assert_eq!(read["ok"], true, "{read}");
     assert_eq!(read["result"]["content"], "hello from the node\n");
 
-    let outside = call(&mut ws, "tc_002", "read_file", json!({"path": "../../etc/passwd"})).await;
+    let outside = call(
+        &mut ws,
+        "tc_002",
+        "read_file",
+        json!({"path": "../../etc/passwd"}),
+    )
+    .await;
     assert_eq!(outside["ok"], false);
-    assert!(outside["error"].as_str().unwrap().contains("workspace"), "{outside}");
+    assert!(
+        outside["error"].as_str().unwrap().contains("workspace"),
+        "{outside}"
+    );
 
-    let write = call(&mut ws, "tc_003", "write_file", json!({"path": "x.txt", "content": "x"})).await;
+    let write = call(
+        &mut ws,
+        "tc_003",
+        "write_file",
+        json!({"path": "x.txt", "content": "x"}),
+    )
+    .await;
     assert_eq!(write["ok"], false);
-    assert!(write["error"].as_str().unwrap().starts_with("USER_REJECTED"), "{write}");
+    assert!(
+        write["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("USER_REJECTED"),
+        "{write}"
+    );
     assert!(!node.ws().join("x.txt").exists());
 
     let unknown = call(&mut ws, "tc_004", "pcexec", json!({})).await;
-    assert!(unknown["error"].as_str().unwrap().starts_with("UNKNOWN_COMMAND"), "{unknown}");
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("UNKNOWN_COMMAND"),
+        "{unknown}"
+    );
 
     let bad_args = call(&mut ws, "tc_005", "read_file", json!([1, 2])).await;
     assert_eq!(bad_args["ok"], false, "{bad_args}");
 
     // Every call is in the one audit log.
     let audit = std::fs::read_to_string(node.state().join("audit.jsonl")).unwrap();
-    assert!(audit.contains("\"tc_001\"") && audit.contains("\"tc_003\""), "{audit}");
+    assert!(
+        audit.contains("\"tc_001\"") && audit.contains("\"tc_003\""),
+        "{audit}"
+    );
 }
 
 #[tokio::test]
 async fn pre_approved_writes_run_and_a_disconnect_stops_a_running_command() {
-    let (node, at) = bridge(&["--allow-command", "write_file", "--allow-command", "run_command"]).await;
+    let (node, at) = bridge(&[
+        "--allow-command",
+        "write_file",
+        "--allow-command",
+        "run_command",
+    ])
+    .await;
     let (mut ws, _) = bound(&at, "s1").await;
-    let write = call(&mut ws, "w1", "write_file", json!({"path": "x.txt", "content": "written"})).await;
+    let write = call(
+        &mut ws,
+        "w1",
+        "write_file",
+        json!({"path": "x.txt", "content": "written"}),
+    )
+    .await;
     assert_eq!(write["ok"], true, "{write}");
-    assert_eq!(std::fs::read_to_string(node.ws().join("x.txt")).unwrap(), "written");
+    assert_eq!(
+        std::fs::read_to_string(node.ws().join("x.txt")).unwrap(),
+        "written"
+    );
 
     let pidfile = node.ws().join("pids");
-    let script = format!("echo $$ >> {0}; (sleep 60 & echo $! >> {0}; wait) ; sleep 60", pidfile.display());
+    let script = format!(
+        "echo $$ >> {0}; (sleep 60 & echo $! >> {0}; wait) ; sleep 60",
+        pidfile.display()
+    );
     send(&mut ws, json!({"type": "tool_call", "call_id": "long", "tool": "run_command", "args": {"command": ["sh", "-c", script]}})).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     if common::pids(&pidfile).len() < 2 {
@@ -195,14 +275,20 @@ async fn wrong_tokens_unknown_sessions_and_frames_before_hello_are_closed() {
     assert_eq!(closed(&mut ws).await, (1008, "unknown session".into()));
 
     let mut ws = connect(&at).await;
-    send(&mut ws, json!({"type": "tool_call", "call_id": "a", "tool": "read_file", "args": {}})).await;
+    send(
+        &mut ws,
+        json!({"type": "tool_call", "call_id": "a", "tool": "read_file", "args": {}}),
+    )
+    .await;
     assert_eq!(closed(&mut ws).await, (1008, "say hello first".into()));
 
     // Not the seed's path, and not from a web page.
     let wrong = tokio_tungstenite::connect_async(format!("ws://{at}/other")).await;
     assert!(wrong.is_err());
     let mut request = format!("ws://{at}/bridge").into_client_request().unwrap();
-    request.headers_mut().insert("origin", "http://evil.example".parse().unwrap());
+    request
+        .headers_mut()
+        .insert("origin", "http://evil.example".parse().unwrap());
     assert!(tokio_tungstenite::connect_async(request).await.is_err());
 
     // The bridge still serves.
@@ -216,15 +302,28 @@ async fn permission_requests_are_decided_by_the_local_policy() {
     let (mut ws, _) = bound(&at, "s1").await;
     send(&mut ws, json!({"type": "permission_request", "request_id": "abxyz", "tool": "Bash", "args": {"command": "rm -rf build"}, "rationale": "clean"})).await;
     let reply = next_of(&mut ws, "permission_reply").await;
-    assert_eq!(reply, json!({"type": "permission_reply", "request_id": "abxyz", "behavior": "deny"}));
+    assert_eq!(
+        reply,
+        json!({"type": "permission_reply", "request_id": "abxyz", "behavior": "deny"})
+    );
     send(&mut ws, json!({"type": "permission_request", "request_id": "qwert", "tool": "Read", "args": {"path": "a"}, "rationale": ""})).await;
     let reply = next_of(&mut ws, "permission_reply").await;
     assert_eq!(reply["behavior"], "allow");
     assert_eq!(reply["request_id"], "qwert");
     // Not the seed's id shape: an error answer, the connection stays.
-    send(&mut ws, json!({"type": "permission_request", "request_id": "hello", "tool": "Read", "args": {}})).await;
+    send(
+        &mut ws,
+        json!({"type": "permission_request", "request_id": "hello", "tool": "Read", "args": {}}),
+    )
+    .await;
     let error = next_of(&mut ws, "error").await;
-    assert!(error["error"].as_str().unwrap().contains("five lowercase letters"), "{error}");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("five lowercase letters"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -262,8 +361,14 @@ async fn permission_requests_reach_the_terminal_when_there_is_one() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let shown = screen.lock().unwrap().clone();
-    assert!(shown.contains("The bridged agent wants to run on this machine"), "{shown}");
-    assert!(shown.contains("claude.Bash") && shown.contains("build it"), "{shown}");
+    assert!(
+        shown.contains("The bridged agent wants to run on this machine"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("claude.Bash") && shown.contains("build it"),
+        "{shown}"
+    );
     use std::io::Write;
     child.stdin.as_mut().unwrap().write_all(b"o\n").unwrap();
     let reply = next_of(&mut ws, "permission_reply").await;
@@ -273,7 +378,11 @@ async fn permission_requests_reach_the_terminal_when_there_is_one() {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test]
@@ -289,14 +398,21 @@ async fn pings_every_interval_and_two_unanswered_pings_end_the_connection() {
     }
     // The client's own ping is answered with its ts.
     send(&mut live, json!({"type": "ping", "ts": 77})).await;
-    assert_eq!(next_of(&mut live, "pong").await, json!({"type": "pong", "ts": 77}));
+    assert_eq!(
+        next_of(&mut live, "pong").await,
+        json!({"type": "pong", "ts": 77})
+    );
 
     // One that never answers is dead after the second missed pong.
     let (mut silent, _) = bound(&at, "s2").await;
     let started = Instant::now();
     let (code, reason) = closed(&mut silent).await;
     assert_eq!((code, reason.as_str()), (1001, "two pings unanswered"));
-    assert!(started.elapsed() >= Duration::from_millis(1900), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        started.elapsed()
+    );
     node.wait_stderr("two pings unanswered", WAIT).await;
 }
 
@@ -311,12 +427,16 @@ async fn messages_for_a_session_reach_its_client_or_wait_for_it() {
         assert_eq!(answer["delivered"], false);
         assert!(answer["request_id"].as_str().unwrap().starts_with("msg_"));
     }
-    node.wait_stderr("buffer full (2 messages); the oldest is dropped", WAIT).await;
+    node.wait_stderr("buffer full (2 messages); the oldest is dropped", WAIT)
+        .await;
     let (mut ws, ack) = bound(&at, "s1").await;
     assert_eq!(ack["session_meta"]["buffered"], 2);
     let a = next_of(&mut ws, "inbound_message").await;
     let b = next_of(&mut ws, "inbound_message").await;
-    assert_eq!((a["content"].as_str(), b["content"].as_str()), (Some("second"), Some("third")));
+    assert_eq!(
+        (a["content"].as_str(), b["content"].as_str()),
+        (Some("second"), Some("third"))
+    );
     assert_eq!(a["meta"]["user"], "alice");
     assert_eq!(a["meta"]["chat_id"], "s1");
 
@@ -324,10 +444,17 @@ async fn messages_for_a_session_reach_its_client_or_wait_for_it() {
     let (mut other, _) = bound(&at, "s2").await;
     let (code, out, _) = bridge_send(&at, "s1", "now", &[]);
     assert_eq!(code, Some(0));
-    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["delivered"], true);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["delivered"],
+        true
+    );
     assert_eq!(next_of(&mut ws, "inbound_message").await["content"], "now");
     send(&mut other, json!({"type": "ping", "ts": 1})).await;
-    assert_eq!(next(&mut other).await["type"], "pong", "s2 got nothing meant for s1");
+    assert_eq!(
+        next(&mut other).await["type"],
+        "pong",
+        "s2 got nothing meant for s1"
+    );
 
     // Unknown session, wrong token: refused, exit 1.
     let (code, _, err) = bridge_send(&at, "s9", "x", &[]);
@@ -349,8 +476,14 @@ async fn a_new_connection_for_a_session_replaces_the_old_one() {
     let (mut new, _) = bound(&at, "s1").await;
     assert_eq!(closed(&mut old).await.0, 1001);
     let (_, out, _) = bridge_send(&at, "s1", "to the new one", &[]);
-    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["delivered"], true);
-    assert_eq!(next_of(&mut new, "inbound_message").await["content"], "to the new one");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["delivered"],
+        true
+    );
+    assert_eq!(
+        next_of(&mut new, "inbound_message").await["content"],
+        "to the new one"
+    );
 }
 
 #[tokio::test]
@@ -358,29 +491,56 @@ async fn hostile_frames_get_error_answers_and_the_bridge_keeps_serving() {
     let (node, at) = bridge(&["--approval", "allow"]).await;
     let (mut ws, _) = bound(&at, "s1").await;
     ws.send(Message::text("{not json")).await.unwrap();
-    assert!(next_of(&mut ws, "error").await["error"].as_str().unwrap().starts_with("not a JSON frame"));
+    assert!(
+        next_of(&mut ws, "error").await["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a JSON frame")
+    );
     send(&mut ws, json!({"type": "launch_missiles"})).await;
-    assert!(next_of(&mut ws, "error").await["error"].as_str().unwrap().contains("unknown frame type"));
+    assert!(
+        next_of(&mut ws, "error").await["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown frame type")
+    );
     send(&mut ws, json!({"type": "tool_call", "call_id": "c1"})).await;
     let bad = next_of(&mut ws, "error").await;
     assert_eq!(bad["call_id"], "c1");
     assert!(bad["error"].as_str().unwrap().contains("tool"), "{bad}");
     ws.send(Message::binary(vec![1u8, 2, 3])).await.unwrap();
-    assert!(next_of(&mut ws, "error").await["error"].as_str().unwrap().contains("binary"));
+    assert!(
+        next_of(&mut ws, "error").await["error"]
+            .as_str()
+            .unwrap()
+            .contains("binary")
+    );
     send(&mut ws, hello("s1", TOKEN)).await;
-    assert!(next_of(&mut ws, "error").await["error"].as_str().unwrap().contains("already"));
+    assert!(
+        next_of(&mut ws, "error").await["error"]
+            .as_str()
+            .unwrap()
+            .contains("already")
+    );
 
     // A flood of garbage: answered or dropped, never a stall.
     for _ in 0..5000 {
         ws.send(Message::text("garbage")).await.unwrap();
     }
-    send(&mut ws, json!({"type": "tool_call", "call_id": "after-flood", "tool": "list_files", "args": {}})).await;
+    send(
+        &mut ws,
+        json!({"type": "tool_call", "call_id": "after-flood", "tool": "list_files", "args": {}}),
+    )
+    .await;
     let read = loop {
         let frame = next(&mut ws).await;
         if frame["type"] == "tool_result" {
             break frame;
         }
-        assert!(frame["type"] == "error" || frame["type"] == "ping", "{frame}");
+        assert!(
+            frame["type"] == "error" || frame["type"] == "ping",
+            "{frame}"
+        );
     };
     assert_eq!(read["ok"], true, "{read}");
 
@@ -406,7 +566,10 @@ async fn hostile_frames_get_error_answers_and_the_bridge_keeps_serving() {
     let _ = ws.send(Message::text(huge)).await;
     assert_eq!(closed(&mut ws).await.0, 1009);
     let (mut again, _) = bound(&at, "s1").await;
-    assert_eq!(call(&mut again, "c2", "list_files", json!({})).await["ok"], true);
+    assert_eq!(
+        call(&mut again, "c2", "list_files", json!({})).await["ok"],
+        true
+    );
     assert!(node.stderr().contains("frame too large"));
 }
 
@@ -426,13 +589,44 @@ async fn sigterm_stops_the_bridge_and_what_it_runs() {
 #[test]
 fn bad_flags_are_refused_before_listening() {
     let cases: &[(&[&str], &str)] = &[
-        (&["bridge", "--session", "s1", "--token", "secret"], "visible to every user"),
+        (
+            &["bridge", "--session", "s1", "--token", "secret"],
+            "visible to every user",
+        ),
         (&["bridge"], "--session ID"),
-        (&["bridge", "--session", "s1", "--listen", "0.0.0.0:18801"], "every interface"),
-        (&["bridge", "--session", "s1", "--listen", "192.168.1.10:18801"], "--allow-remote"),
-        (&["bridge", "--session", "s1", "--listen", "8.8.8.8:18801", "--allow-remote"], "public address"),
-        (&["bridge", "--session", "s1", "--listen", "nowhere"], "not an address"),
-        (&["bridge", "--session", "s1", "--approval", "gateway"], "needs an OpenClaw gateway"),
+        (
+            &["bridge", "--session", "s1", "--listen", "0.0.0.0:18801"],
+            "every interface",
+        ),
+        (
+            &[
+                "bridge",
+                "--session",
+                "s1",
+                "--listen",
+                "192.168.1.10:18801",
+            ],
+            "--allow-remote",
+        ),
+        (
+            &[
+                "bridge",
+                "--session",
+                "s1",
+                "--listen",
+                "8.8.8.8:18801",
+                "--allow-remote",
+            ],
+            "public address",
+        ),
+        (
+            &["bridge", "--session", "s1", "--listen", "nowhere"],
+            "not an address",
+        ),
+        (
+            &["bridge", "--session", "s1", "--approval", "gateway"],
+            "needs an OpenClaw gateway",
+        ),
     ];
     for (args, needle) in cases {
         let out = common::router()
@@ -444,6 +638,9 @@ fn bad_flags_are_refused_before_listening() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    let out = common::router().args(["bridge", "--session", "s1"]).output().unwrap();
+    let out = common::router()
+        .args(["bridge", "--session", "s1"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("CLAWBOT_BRIDGE_TOKEN"));
 }

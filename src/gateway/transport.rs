@@ -322,7 +322,7 @@ async fn connect(
     Ok(ws)
 }
 
-async fn handshake(
+pub(crate) async fn handshake(
     tcp: TcpStream,
     target: &Target,
     trust: &Trust,

@@ -2,7 +2,9 @@
 //! translates its frames into `tools` dispatch; none decides policy or
 //! spawns a process by itself.
 
+pub mod agent_service;
 pub mod bridge;
+pub mod http;
 pub mod mcp_servers;
 
 use std::path::Path;
@@ -42,7 +44,10 @@ pub fn secret(
 pub fn same_secret(a: &str, b: &str) -> bool {
     use sha2::{Digest, Sha256};
     let (x, y) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
-    x.iter().zip(y.iter()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
+        == 0
 }
 
 /// Milliseconds since the Unix epoch.
@@ -99,7 +104,10 @@ pub fn hands(
         .unwrap_or_else(crate::node::default_state_dir);
     let workspace = args.workspace.clone().unwrap_or_else(|| ".".into());
     if args.approval == crate::tools::policy::Mode::Gateway {
-        return Err("--approval gateway needs an OpenClaw gateway; a link has none (ask, allow or deny)".into());
+        return Err(
+            "--approval gateway needs an OpenClaw gateway; a link has none (ask, allow or deny)"
+                .into(),
+        );
     }
     let setup = crate::tools::setup::Setup {
         state_dir: &state_dir,

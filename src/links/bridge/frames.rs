@@ -109,8 +109,7 @@ impl Out {
 
 /// A frame, or the sentence the client is told about it.
 pub fn parse(text: &str) -> Result<In, String> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON frame: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not a JSON frame: {e}"))?;
     let Some(kind) = value.get("type").and_then(Value::as_str) else {
         return Err("a frame must be a JSON object with a string \"type\"".into());
     };
@@ -145,14 +144,27 @@ mod tests {
     #[test]
     fn frames_parse_or_say_why() {
         assert!(matches!(
-            parse(r#"{"type":"tool_call","call_id":"tc_001","tool":"read_file","args":{"path":"a"}}"#),
+            parse(
+                r#"{"type":"tool_call","call_id":"tc_001","tool":"read_file","args":{"path":"a"}}"#
+            ),
             Ok(In::ToolCall { .. })
         ));
         assert!(parse("{").unwrap_err().starts_with("not a JSON frame"));
         assert!(parse("[1]").unwrap_err().contains("\"type\""));
-        assert!(parse(r#"{"type":"launch"}"#).unwrap_err().contains("unknown frame type \"launch\""));
-        assert!(parse(r#"{"type":"tool_call","tool":"x"}"#).unwrap_err().contains("call_id"));
-        assert_eq!(call_id_of(r#"{"type":"tool_call","call_id":"c9"}"#).as_deref(), Some("c9"));
+        assert!(
+            parse(r#"{"type":"launch"}"#)
+                .unwrap_err()
+                .contains("unknown frame type \"launch\"")
+        );
+        assert!(
+            parse(r#"{"type":"tool_call","tool":"x"}"#)
+                .unwrap_err()
+                .contains("call_id")
+        );
+        assert_eq!(
+            call_id_of(r#"{"type":"tool_call","call_id":"c9"}"#).as_deref(),
+            Some("c9")
+        );
     }
 
     #[test]
@@ -163,9 +175,18 @@ mod tests {
             result: Some(serde_json::json!({"a": 1})),
             error: None,
         };
-        assert_eq!(ok.text(), r#"{"type":"tool_result","call_id":"tc_001","ok":true,"result":{"a":1}}"#);
-        let reply = Out::PermissionReply { request_id: "abxyz".into(), behavior: "allow" };
-        assert_eq!(reply.text(), r#"{"type":"permission_reply","request_id":"abxyz","behavior":"allow"}"#);
+        assert_eq!(
+            ok.text(),
+            r#"{"type":"tool_result","call_id":"tc_001","ok":true,"result":{"a":1}}"#
+        );
+        let reply = Out::PermissionReply {
+            request_id: "abxyz".into(),
+            behavior: "allow",
+        };
+        assert_eq!(
+            reply.text(),
+            r#"{"type":"permission_reply","request_id":"abxyz","behavior":"allow"}"#
+        );
     }
 
     #[test]

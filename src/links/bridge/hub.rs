@@ -35,7 +35,12 @@ pub struct Hub {
 impl Hub {
     pub fn new(sessions: Vec<String>, buffer: usize) -> Self {
         Self {
-            sessions: Mutex::new(sessions.into_iter().map(|s| (s, Session::default())).collect()),
+            sessions: Mutex::new(
+                sessions
+                    .into_iter()
+                    .map(|s| (s, Session::default()))
+                    .collect(),
+            ),
             buffer,
             next: Mutex::new(0),
         }
@@ -108,7 +113,8 @@ impl Hub {
             _ => serde_json::Map::new(),
         };
         meta.entry("chat_id").or_insert_with(|| json!(session));
-        meta.entry("ts").or_insert_with(|| json!(super::super::now_ms()));
+        meta.entry("ts")
+            .or_insert_with(|| json!(super::super::now_ms()));
         meta.entry("source_channel")
             .or_insert_with(|| json!("clawbot_router"));
         let frame = Out::InboundMessage {
@@ -154,10 +160,19 @@ mod tests {
         let (_, waited) = hub.bind("s1", tx, CancellationToken::new()).unwrap();
         let texts: Vec<String> = waited
             .iter()
-            .map(|m| serde_json::from_str::<Value>(&m.text()).unwrap()["content"].as_str().unwrap().to_owned())
+            .map(|m| {
+                serde_json::from_str::<Value>(&m.text()).unwrap()["content"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect();
         assert_eq!(texts, ["two", "three"]);
-        assert!(hub.deliver("nope", "x".into(), Value::Null).unwrap_err().contains("unknown session"));
+        assert!(
+            hub.deliver("nope", "x".into(), Value::Null)
+                .unwrap_err()
+                .contains("unknown session")
+        );
         assert!(hub.deliver("s1", "x".into(), json!([1])).is_err());
     }
 

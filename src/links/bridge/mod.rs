@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig, frame::coding::CloseCode};
+use tokio_tungstenite::tungstenite::protocol::{
+    CloseFrame, WebSocketConfig, frame::coding::CloseCode,
+};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
 
@@ -62,7 +64,10 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             return 1;
         }
     };
-    let at = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let at = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     say(&format!(
         "listening on ws://{at}{PATH} for sessions {}",
         options.sessions.join(", ")
@@ -174,9 +179,7 @@ async fn connection(
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
 }
 
-type Source = futures_util::stream::SplitStream<
-    tokio_tungstenite::WebSocketStream<TcpStream>,
->;
+type Source = futures_util::stream::SplitStream<tokio_tungstenite::WebSocketStream<TcpStream>>;
 
 /// One client connection.
 struct Link {
@@ -225,14 +228,21 @@ impl Link {
                 None => return,
                 Some(Ok(Message::Text(text))) => text.to_string(),
                 Some(Ok(Message::Binary(_))) => {
-                    self.complain("binary frames are not taken: send JSON text frames".into(), None);
+                    self.complain(
+                        "binary frames are not taken: send JSON text frames".into(),
+                        None,
+                    );
                     continue;
                 }
                 Some(Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => continue, // WebSocket ping/pong: tungstenite answers
                 Some(Err(WsError::Capacity(e))) => {
                     say(&format!("{}: frame too large ({e}); closing", self.peer));
-                    self.close(CloseCode::Size, &format!("frames are limited to {MAX_FRAME} bytes")).await;
+                    self.close(
+                        CloseCode::Size,
+                        &format!("frames are limited to {MAX_FRAME} bytes"),
+                    )
+                    .await;
                     return;
                 }
                 Some(Err(e)) => {
@@ -257,7 +267,10 @@ impl Link {
                     pid,
                     token,
                 } => {
-                    if !self.hello(openclaw_session, claude_session, pid, &token).await {
+                    if !self
+                        .hello(openclaw_session, claude_session, pid, &token)
+                        .await
+                    {
                         return;
                     }
                 }
@@ -274,7 +287,11 @@ impl Link {
                     self.close(CloseCode::Policy, "say hello first").await;
                     return;
                 }
-                In::ToolCall { call_id, tool, args } => self.tool_call(call_id, tool, args),
+                In::ToolCall {
+                    call_id,
+                    tool,
+                    args,
+                } => self.tool_call(call_id, tool, args),
                 In::PermissionRequest {
                     request_id,
                     tool,
@@ -301,9 +318,15 @@ impl Link {
             self.close(CloseCode::Policy, "wrong token").await;
             return false;
         }
-        let Some((id, buffered)) = self.shared.hub.bind(&session, self.out.clone(), self.cancel.clone())
+        let Some((id, buffered)) =
+            self.shared
+                .hub
+                .bind(&session, self.out.clone(), self.cancel.clone())
         else {
-            say(&format!("{}: hello for unknown session {session:?}; closed", self.peer));
+            say(&format!(
+                "{}: hello for unknown session {session:?}; closed",
+                self.peer
+            ));
             self.close(CloseCode::Policy, "unknown session").await;
             return false;
         };
@@ -327,7 +350,11 @@ impl Link {
             pid.map_or("-".into(), |p| p.to_string()),
             buffered.len()
         ));
-        self.send(Out::HelloAck { tools, session_meta: meta }).await;
+        self.send(Out::HelloAck {
+            tools,
+            session_meta: meta,
+        })
+        .await;
         for message in buffered {
             self.send(message).await;
         }
@@ -530,7 +557,9 @@ async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Re
     for s in args.sessions {
         let s = s.trim().to_owned();
         if s.is_empty() || s.len() > 256 || s.chars().any(char::is_control) {
-            return Err(format!("--session {s:?}: a session id is 1 to 256 printable characters"));
+            return Err(format!(
+                "--session {s:?}: a session id is 1 to 256 printable characters"
+            ));
         }
         if !sessions.contains(&s) {
             sessions.push(s);

@@ -1,0 +1,326 @@
+//! The one HTTP client the links use (seeds 001 and 003): HTTP/1.1 over
+//! TCP, or TLS with the gateway's trust rules (the system's roots), one
+//! connection per request, every wait bounded, every body bounded.
+//! Plaintext `http://` only where OpenClaw allows `ws://` — loopback and
+//! private networks — so a key never crosses the internet unencrypted.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+use crate::gateway::transport::{self, Target, Trust};
+
+/// How long connecting (and TLS) may take.
+const CONNECT_WITHIN: Duration = Duration::from_secs(10);
+
+/// A service's base URL, checked.
+#[derive(Debug, Clone)]
+pub struct Service {
+    target: Target,
+    /// The URL's path, without a trailing slash (`/api`), prefixed to
+    /// every request's path.
+    prefix: String,
+    shown: String,
+}
+
+impl Service {
+    /// `url` as a service: `http://` or `https://`; loopback only unless
+    /// `remote`, and plaintext never to a public address.
+    pub fn parse(url: &str, remote: bool) -> Result<Self, String> {
+        let uri: hyper::Uri = url
+            .trim()
+            .parse()
+            .map_err(|e| format!("{url:?} is not a URL ({e})"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(format!("{url:?} must start with http:// or https://")),
+        };
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("{url:?} names no host"))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        if !remote && !transport::is_loopback(&host) {
+            return Err(format!(
+                "{host} is not this machine: the service must be on loopback unless --allow-remote is given"
+            ));
+        }
+        if !tls && !transport::plaintext_allowed(&host) {
+            return Err(format!(
+                "refusing plaintext http:// to {host}: it is not a loopback or private address; use https://"
+            ));
+        }
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        if uri.query().is_some() {
+            return Err(format!("{url:?}: a service URL takes no query"));
+        }
+        Ok(Self {
+            target: Target { tls, host, port },
+            prefix: uri.path().trim_end_matches('/').to_owned(),
+            shown: format!(
+                "{}://{}{}",
+                if tls { "https" } else { "http" },
+                Target {
+                    tls,
+                    host: uri.host().unwrap_or_default().to_owned(),
+                    port
+                }
+                .authority(),
+                uri.path().trim_end_matches('/')
+            ),
+        })
+    }
+
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Sends one request; the status and the body, still streaming.
+    /// `bearer` goes in `Authorization` (never in a log line).
+    pub async fn send(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: Option<&str>,
+        accept: &str,
+    ) -> Result<(u16, Incoming), String> {
+        let io = tokio::time::timeout(CONNECT_WITHIN, self.connect())
+            .await
+            .map_err(|_| format!("{} did not answer within {CONNECT_WITHIN:?}", self.shown))??;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|e| format!("HTTP with {} failed: {e}", self.shown))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.prefix))
+            .header(hyper::header::HOST, self.target.authority())
+            .header(hyper::header::ACCEPT, accept)
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("clawbot_router/", env!("CARGO_PKG_VERSION")),
+            );
+        if body.is_some() {
+            request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+        }
+        if let Some(key) = bearer {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(bytes)))
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("{} {path} failed: {e}", self.shown))?;
+        Ok((response.status().as_u16(), response.into_body()))
+    }
+
+    /// One JSON request and its JSON answer, whole, within `within` and
+    /// `max` bytes; a non-2xx answer is an error naming the status and
+    /// what the service said.
+    pub async fn json(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: Option<&str>,
+        within: Duration,
+        max: usize,
+    ) -> Result<Value, Failure> {
+        let work = async {
+            let (status, body) = self
+                .send(method, path, body, bearer, "application/json")
+                .await
+                .map_err(Failure::Network)?;
+            let bytes = read_all(body, max).await.map_err(Failure::Network)?;
+            let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes)
+                    .map_err(|e| Failure::Status(status, format!("the answer is not JSON ({e})")))?
+            };
+            if !(200..300).contains(&status) {
+                return Err(Failure::Status(status, said(&value)));
+            }
+            Ok(value)
+        };
+        tokio::time::timeout(within, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Failure::Network(format!(
+                    "{} {path} took longer than {within:?}",
+                    self.shown
+                )))
+            })
+    }
+
+    async fn connect(&self) -> Result<TokioIo<Stream>, String> {
+        let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port))
+            .await
+            .map_err(|e| format!("cannot reach {}: {e}", self.shown))?;
+        let _ = tcp.set_nodelay(true);
+        if !self.target.tls {
+            return Ok(TokioIo::new(Stream::Plain(tcp)));
+        }
+        let seen = transport::Seen::default();
+        let tls = transport::handshake(tcp, &self.target, &Trust::default(), &seen)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(TokioIo::new(Stream::Tls(Box::new(tls))))
+    }
+}
+
+/// Why a request failed: the network (worth retrying), or the service's
+/// answer (its status and what it said).
+#[derive(Debug, Clone)]
+pub enum Failure {
+    Network(String),
+    Status(u16, String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Network(why) => f.write_str(why),
+            Failure::Status(status, said) => write!(f, "HTTP {status}: {said}"),
+        }
+    }
+}
+
+/// What an error answer says: seed 001's `{error: {code, message}}`, a
+/// plain `{error: "…"}`, or the body itself, cut short.
+fn said(value: &Value) -> String {
+    let error = &value["error"];
+    let text = match (
+        error["code"].as_str(),
+        error["message"].as_str(),
+        error.as_str(),
+    ) {
+        (Some(code), Some(message), _) => format!("{code}: {message}"),
+        (None, Some(message), _) => message.to_owned(),
+        (_, _, Some(text)) => text.to_owned(),
+        _ => value.to_string(),
+    };
+    crate::ui::printable(&text.chars().take(500).collect::<String>())
+}
+
+/// The whole body, or an error past `max` bytes.
+pub async fn read_all(mut body: Incoming, max: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("the answer broke off: {e}"))?;
+        if let Some(data) = frame.data_ref() {
+            if bytes.len() + data.len() > max {
+                return Err(format!("the answer is larger than {max} bytes"));
+            }
+            bytes.extend_from_slice(data);
+        }
+    }
+    Ok(bytes)
+}
+
+/// TCP or TLS, as one type for hyper.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl tokio::io::AsyncRead for Stream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Stream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_are_local_unless_allowed_and_never_plaintext_to_the_internet() {
+        let s = Service::parse("http://127.0.0.1:8765/", false).unwrap();
+        assert_eq!(s.shown(), "http://127.0.0.1:8765");
+        assert_eq!(
+            Service::parse("http://localhost:1/api/", false)
+                .unwrap()
+                .prefix,
+            "/api"
+        );
+        assert!(
+            Service::parse("http://10.0.0.5:80", false)
+                .unwrap_err()
+                .contains("--allow-remote")
+        );
+        assert!(Service::parse("http://10.0.0.5:80", true).is_ok());
+        assert!(
+            Service::parse("http://example.com", true)
+                .unwrap_err()
+                .contains("plaintext")
+        );
+        assert!(Service::parse("https://example.com", true).is_ok());
+        assert!(Service::parse("ftp://x", true).is_err());
+        assert!(Service::parse("http://127.0.0.1/?a=1", false).is_err());
+    }
+
+    #[test]
+    fn error_answers_are_told_in_a_line() {
+        let v = serde_json::json!({"error": {"code": "NOT_FOUND", "message": "no such session", "details": {}}});
+        assert_eq!(said(&v), "NOT_FOUND: no such session");
+        assert_eq!(
+            said(&serde_json::json!({"error": "bad\u{1b}[2J"})),
+            "bad\\u{1b}[2J"
+        );
+    }
+}

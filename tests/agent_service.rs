@@ -1,0 +1,404 @@
+//! `clawbot_router chat` (seed 001) against a reference General Agent
+//! Service written from the contract (tests/fixtures/agent-service): every
+//! body either side sends is validated against the contract's schema, and
+//! the stream's events, the tool loop, the resilience rules and hostile
+//! streams are driven end to end with real processes.
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A python with `jsonschema` (the venv scripts/mcp-client.sh installs:
+/// the `mcp` package depends on it), found once.
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        if let Ok(p) = std::env::var("CLAWBOT_MCP_PYTHON") {
+            return p;
+        }
+        let out = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/mcp-client.sh"
+        ))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("scripts/mcp-client.sh");
+        assert!(out.status.success(), "scripts/mcp-client.sh failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+struct FakeService {
+    child: Child,
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl FakeService {
+    fn start() -> Self {
+        let dir = common::tempdir();
+        let port_file = dir.path().join("port");
+        let child = Command::new(python())
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/agent-service/service.py"
+            ))
+            .arg(&port_file)
+            .arg(dir.path().join("log.jsonl"))
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !port_file.exists() {
+            assert!(Instant::now() < deadline, "the fake service did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let port = std::fs::read_to_string(&port_file).unwrap();
+        FakeService {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            dir,
+        }
+    }
+
+    /// Every request it took, in order.
+    fn log(&self) -> Vec<Value> {
+        common::records(&self.dir.path().join("log.jsonl"))
+    }
+
+    fn posts(&self, path: &str) -> Vec<Value> {
+        self.log()
+            .into_iter()
+            .filter(|e| e["path"] == path)
+            .collect()
+    }
+}
+
+impl Drop for FakeService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Chat {
+    state: PathBuf,
+    ws: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Chat {
+    fn new() -> Self {
+        let dir = common::tempdir();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        Chat {
+            state: dir.path().join("state"),
+            ws,
+            _dir: dir,
+        }
+    }
+
+    /// `chat` with `lines` on stdin; its output when it ends.
+    fn run(&self, service: &FakeService, args: &[&str], lines: &str) -> common::Run {
+        let mut cmd = common::router();
+        cmd.args(["chat", "--service", &service.url, "--dead-after", "2"])
+            .arg("--state-dir")
+            .arg(&self.state)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .args(args);
+        common::run_with_stdin(&mut cmd, lines.as_bytes())
+    }
+}
+
+/// Every body both sides sent passed the schema.
+fn all_valid(service: &FakeService) {
+    for entry in service.log() {
+        if let Some(errors) = entry["errors"].as_array() {
+            assert!(errors.is_empty(), "invalid body: {entry}");
+        }
+    }
+}
+
+fn tool_results(service: &FakeService) -> Vec<Value> {
+    service
+        .posts("/v1/tools/result")
+        .into_iter()
+        .map(|e| e["body"]["tool_result"].clone())
+        .collect()
+}
+
+#[test]
+fn a_turn_streams_deltas_and_the_session_is_resumed_by_the_next_run() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let run = chat.run(&service, &["hello"], "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stdout, "Hello, world\n",
+        "the final text repeats the deltas: said once"
+    );
+    let health = service
+        .log()
+        .into_iter()
+        .filter(|e| e["path"] == "/health")
+        .count();
+    assert_eq!(health, 1);
+    let chats = service.posts("/v1/chat");
+    assert_eq!(chats[0]["body"]["message"]["parts"][0]["text"], "hello");
+    assert_eq!(chats[0]["body"]["stream"], true);
+    let first = service.posts("/v1/sessions")[0]["body"].clone();
+    assert_eq!(first["jarvis_session_id"], "clawbot_router");
+    assert!(first.get("preferred_session_id").is_none());
+
+    // Lines of stdin are follow-up turns; the saved session is resumed.
+    let run = chat.run(&service, &[], "hello\n\nsomething else\n");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "Hello, world\nreplayed something else (attempt 1)\n"
+    );
+    let sessions = service.posts("/v1/sessions");
+    assert_eq!(sessions[1]["body"]["preferred_session_id"], "g_1");
+    let chats = service.posts("/v1/chat");
+    assert!(
+        chats
+            .iter()
+            .all(|c| c["body"]["general_session_id"] == "g_1")
+    );
+    all_valid(&service);
+}
+
+#[test]
+fn tool_requests_run_under_the_stricter_of_the_two_risk_classes() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    std::fs::write(chat.ws.join("notes.md"), "from the desktop\n").unwrap();
+    let lines = [
+        r#"tool read_file safe {"path":"notes.md"}"#,
+        // The service says risky: a read then needs approval, which --approval deny refuses.
+        r#"tool read_file risky {"path":"notes.md"}"#,
+        r#"tool write_file safe {"path":"w.txt","content":"x"}"#,
+        r#"tool run_command forbidden {"command":["true"]}"#,
+        r#"tool open_app safe {"app_id":"notion"}"#,
+        r#"tool read_file safe {"path":"../../etc/passwd"}"#,
+        r#"tool read_file sometimes {"path":"notes.md"}"#,
+    ]
+    .join("\n");
+    let run = chat.run(&service, &["--approval", "deny"], &(lines + "\n"));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let results = tool_results(&service);
+    assert_eq!(results.len(), 7, "{results:?}");
+    assert_eq!(results[0]["ok"], true);
+    assert_eq!(results[0]["result"]["content"], "from the desktop\n");
+    assert!(
+        results[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("USER_REJECTED"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[2]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("USER_REJECTED"),
+        "our class is stricter: {}",
+        results[2]
+    );
+    assert!(!chat.ws.join("w.txt").exists());
+    assert!(
+        results[3]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("FORBIDDEN")
+    );
+    assert!(
+        results[4]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("UNKNOWN_COMMAND")
+    );
+    assert!(
+        results[5]["error"].as_str().unwrap().contains("workspace"),
+        "{}",
+        results[5]
+    );
+    assert!(
+        results[6]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("BAD_REQUEST")
+    );
+    // Each turn ended with the service's answer to the result.
+    assert!(
+        run.stdout
+            .contains("RESULT {\"error\": null, \"id\": \"toolcall_1\", \"ok\": true"),
+        "{}",
+        run.stdout
+    );
+    let audit = std::fs::read_to_string(chat.state.join("audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("toolcall_1") && audit.contains("toolcall_3"),
+        "{audit}"
+    );
+    all_valid(&service);
+
+    // Pre-approved, the same write runs.
+    let run = chat.run(
+        &service,
+        &["--approval", "deny", "--allow-command", "write_file"],
+        "tool write_file safe {\"path\":\"w.txt\",\"content\":\"x\"}\n",
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(chat.ws.join("w.txt")).unwrap(), "x");
+}
+
+#[test]
+fn a_stream_that_drops_or_falls_silent_mid_turn_is_reopened_and_the_message_resent() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let started = Instant::now();
+    let run = chat.run(&service, &[], "drop\nsilent\nheartbeat\nhuge\n");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "partial\nreplayed drop (attempt 2)\npartial\nreplayed silent (attempt 2)\nstill here\nreplayed huge (attempt 2)\n",
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("the stream broke"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no data for 2 s, not even a heartbeat"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("larger than") || run.stderr.contains("longer than"),
+        "{}",
+        run.stderr
+    );
+    // Heartbeats alone keep a stream alive: that turn was sent once.
+    let texts: Vec<String> = service
+        .posts("/v1/chat")
+        .iter()
+        .map(|c| {
+            c["body"]["message"]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "drop",
+            "drop",
+            "silent",
+            "silent",
+            "heartbeat",
+            "huge",
+            "huge"
+        ]
+    );
+    // Each reconnect waited its second.
+    assert!(
+        started.elapsed() >= Duration::from_secs(3 + 2),
+        "{:?}",
+        started.elapsed()
+    );
+    all_valid(&service);
+}
+
+#[test]
+fn errors_unknown_events_and_a_forgotten_session_are_told_and_survived() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let run = chat.run(&service, &[], "error\ngarbage\nforget\nhello\n");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the service reported an error: MODEL_DOWN: The model is unavailable."),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("assistant.delta: its data is not JSON"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("unknown event \"surprise.event\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("no longer knew the session"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("survived\n"));
+    assert!(run.stdout.ends_with("Hello, world\n"), "{}", run.stdout);
+    let sessions = service.posts("/v1/sessions");
+    assert_eq!(sessions.len(), 2, "a new session after the 404");
+    all_valid(&service);
+}
+
+#[test]
+fn bad_services_are_refused_with_a_reason() {
+    let chat = Chat::new();
+    let mut cases: Vec<(Vec<String>, &str, i32)> = vec![
+        (
+            vec!["--service".into(), "http://10.1.2.3:8765".into()],
+            "--allow-remote",
+            2,
+        ),
+        (
+            vec![
+                "--service".into(),
+                "http://example.com".into(),
+                "--allow-remote".into(),
+            ],
+            "plaintext",
+            2,
+        ),
+        (vec!["--service".into(), "gopher://x".into()], "http://", 2),
+        (
+            vec!["--conversation".into(), " ".into()],
+            "--conversation",
+            2,
+        ),
+    ];
+    // Nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    cases.push((
+        vec!["--service".into(), format!("http://127.0.0.1:{port}")],
+        "not reachable",
+        1,
+    ));
+    for (args, needle, code) in cases {
+        let mut cmd = common::router();
+        cmd.arg("chat")
+            .args(&args)
+            .arg("--state-dir")
+            .arg(&chat.state)
+            .arg("--workspace")
+            .arg(&chat.ws);
+        let run = common::run(&mut cmd);
+        assert_eq!(run.code, Some(code), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+    let _: &Path = &chat.ws;
+}
