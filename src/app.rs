@@ -56,13 +56,21 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             ..
         }) => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
         Ok(Cli {
+            command: Some(Command::Poll(args)),
+            ..
+        }) => Box::pin(crate::links::command_queue::main(args, stopped())).await,
+        Ok(Cli {
             command: Some(command),
             ..
         }) => {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => prompt(lang).to_owned(),
-                Command::Node(_) | Command::Mcp(_) | Command::Bridge(_) | Command::Chat(_) => {
+                Command::Node(_)
+                | Command::Mcp(_)
+                | Command::Bridge(_)
+                | Command::Chat(_)
+                | Command::Poll(_) => {
                     unreachable!("handled above")
                 }
             };

@@ -43,6 +43,9 @@ pub enum Command {
     /// Talk to a General Agent Service (seed 001) and run the tools it asks
     /// for here: the message, then each line of stdin, one turn each.
     Chat(ChatArgs),
+    /// Serve a cloud command queue (seed 003) as its desktop node: poll for
+    /// commands and run them here behind the airlock.
+    Poll(PollArgs),
     /// Print the system-prompt guidance for the host LLM.
     Prompt {
         #[arg(long, value_enum, ignore_case = true, env = "CLAWBOT_ROUTER_LANG", default_value_t = Lang::Zh)]
@@ -669,4 +672,39 @@ pub struct ChatArgs {
 
     /// The first message (more follow as lines of stdin).
     pub message: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PollArgs {
+    /// The command queue's base URL (https://, or http:// on loopback or a private network).
+    #[arg(long, value_name = "URL")]
+    pub api: String,
+
+    /// A file holding the API key (else CLAWBOT_ROUTER_POLL_KEY).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<std::path::PathBuf>,
+
+    /// Refused: a key on the command line is visible to every user.
+    #[arg(long, hide = true)]
+    pub key: Option<String>,
+
+    /// The workspace to register in (default: the one the key belongs to).
+    #[arg(long, value_name = "ID")]
+    pub workspace_id: Option<String>,
+
+    /// Run airlock levels 0 and 1 without asking (level 2 always asks; our
+    /// own rules still apply).
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Milliseconds between polls while commands come (jittered ±10%).
+    #[arg(long, hide = true, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(50..=600000))]
+    pub active_ms: u64,
+
+    /// Milliseconds between polls when idle (jittered ±10%).
+    #[arg(long, hide = true, default_value_t = 10000, value_parser = clap::value_parser!(u64).range(50..=600000))]
+    pub idle_ms: u64,
+
+    #[command(flatten)]
+    pub hands: HandsArgs,
 }

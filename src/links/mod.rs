@@ -4,6 +4,7 @@
 
 pub mod agent_service;
 pub mod bridge;
+pub mod command_queue;
 pub mod http;
 pub mod mcp_servers;
 

@@ -1,0 +1,488 @@
+//! Seed 003: the desktop node of a cloud command queue (the rainy-mate
+//! desktop's protocol). The node registers (`auth-context`, `register`),
+//! heartbeats — each answer carries `pendingCommands`; a server that sends
+//! none is polled with `GET …/commands` — and runs each command once:
+//! `start`, a `progress` line, our tools under the airlock gate, then
+//! `complete`. 401/404/409 re-register; other failures back off. This
+//! module only translates.
+
+mod command;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper::Method;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::http::{Failure, Service};
+use crate::tools::{Invocation, Tools};
+use command::Command;
+
+/// Commands run at once (the rest wait their turn).
+const PARALLEL: usize = 3;
+/// Command ids remembered so none runs twice.
+const SEEN: usize = 4096;
+/// Commands taken from one answer.
+const MAX_BATCH: usize = 100;
+const REQUEST_WITHIN: Duration = Duration::from_secs(30);
+const MAX_ANSWER: usize = 4 << 20;
+/// Bytes of a command's output.
+const MAX_OUTPUT: usize = 256 << 10;
+
+fn say(message: &str) {
+    crate::node::log::say_as("poll", message);
+}
+
+pub struct Options {
+    pub api: Service,
+    pub key: String,
+    pub workspace_id: Option<String>,
+    pub headless: bool,
+    pub active: Duration,
+    pub idle: Duration,
+    pub fingerprint: String,
+}
+
+struct Poller {
+    options: Options,
+    tools: Arc<Tools>,
+    node: Mutex<Option<String>>,
+    seen: Mutex<(HashSet<String>, VecDeque<String>)>,
+    slots: Arc<Semaphore>,
+    running: std::sync::atomic::AtomicUsize,
+    completed: std::sync::atomic::AtomicU64,
+    started: Instant,
+}
+
+/// A request's failure as the loop sees it.
+enum Trouble {
+    /// 401/404/409: the node is unknown now; register again.
+    Unregistered(String),
+    Other(String),
+}
+
+impl From<Failure> for Trouble {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Status(401 | 404 | 409, _) => Trouble::Unregistered(f.to_string()),
+            f => Trouble::Other(f.to_string()),
+        }
+    }
+}
+
+impl Poller {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Failure> {
+        self.options
+            .api
+            .json(
+                method,
+                path,
+                body,
+                Some(&self.options.key),
+                REQUEST_WITHIN,
+                MAX_ANSWER,
+            )
+            .await
+    }
+
+    fn node(&self) -> Option<String> {
+        self.node.lock().unwrap().clone()
+    }
+
+    /// auth-context, then register: the node id.
+    async fn register(&self) -> Result<String, Trouble> {
+        let context = self
+            .call(Method::GET, "/v1/nodes/auth-context", None)
+            .await?;
+        let workspace = match &self.options.workspace_id {
+            Some(id) => id.clone(),
+            None => context["workspaceId"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    Trouble::Other(format!("auth-context names no workspaceId: {context}"))
+                })?
+                .to_owned(),
+        };
+        let body = json!({
+            "workspaceId": workspace,
+            "hostname": crate::tools::system::hostname().unwrap_or_else(|| "unknown-host".into()),
+            "platform": std::env::consts::OS,
+            "skills": command::manifest(),
+            "allowedPaths": [self.tools.workspace().root().display().to_string()],
+            "fingerprint": self.options.fingerprint,
+        });
+        let answer = self
+            .call(Method::POST, "/v1/nodes/register", Some(&body))
+            .await?;
+        let id = answer["nodeId"]
+            .as_str()
+            .filter(|s| !s.is_empty() && s.len() <= 256 && !s.contains(['/', '?', '#']))
+            .ok_or_else(|| {
+                Trouble::Other(format!(
+                    "register answered no usable nodeId: {}",
+                    answer["message"].as_str().unwrap_or(&answer.to_string())
+                ))
+            })?
+            .to_owned();
+        say(&format!(
+            "registered as node {id} in workspace {} ({})",
+            crate::ui::printable(&workspace),
+            crate::ui::printable(context["workspaceName"].as_str().unwrap_or("-"))
+        ));
+        *self.node.lock().unwrap() = Some(id.clone());
+        Ok(id)
+    }
+
+    /// One heartbeat; the commands it brought (or a poll's, when the
+    /// server's answer carries none).
+    async fn beat(&self, node: &str, first: bool) -> Result<Vec<Value>, Trouble> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let running = self.running.load(Relaxed);
+        let mut body = json!({
+            "status": if running > 0 { "busy" } else { "online" },
+            "runtimeStats": {
+                "runningCommands": running,
+                "completedCommands": self.completed.load(Relaxed),
+                "uptimeMs": self.started.elapsed().as_millis() as u64,
+            },
+        });
+        if first {
+            body["skills"] = command::manifest();
+        }
+        let answer = self
+            .call(
+                Method::POST,
+                &format!("/v1/nodes/{node}/heartbeat"),
+                Some(&body),
+            )
+            .await?;
+        let commands = match answer.get("pendingCommands") {
+            Some(list) => list.clone(),
+            None => self
+                .call(Method::GET, &format!("/v1/nodes/{node}/commands"), None)
+                .await?["commands"]
+                .clone(),
+        };
+        match commands {
+            Value::Array(list) => Ok(list.into_iter().take(MAX_BATCH).collect()),
+            Value::Null => Ok(Vec::new()),
+            other => Err(Trouble::Other(format!(
+                "pendingCommands is not a list: {other}"
+            ))),
+        }
+    }
+
+    /// Whether `id` is new (and now remembered).
+    fn first_time(&self, id: &str) -> bool {
+        let mut seen = self.seen.lock().unwrap();
+        let (set, order) = &mut *seen;
+        if !set.insert(id.to_owned()) {
+            return false;
+        }
+        order.push_back(id.to_owned());
+        if order.len() > SEEN
+            && let Some(old) = order.pop_front()
+        {
+            set.remove(&old);
+        }
+        true
+    }
+
+    /// Reports a command's end (401/404/409 forget the node).
+    async fn complete(&self, node: &str, id: &str, body: Value) {
+        let path = format!("/v1/nodes/{node}/commands/{id}/complete");
+        match self.call(Method::POST, &path, Some(&body)).await {
+            Ok(_) => {}
+            Err(e) => {
+                say(&format!("cannot complete command {id}: {e}"));
+                if let Trouble::Unregistered(_) = Trouble::from(e) {
+                    self.forget(node);
+                }
+            }
+        }
+    }
+
+    fn forget(&self, node: &str) {
+        let mut held = self.node.lock().unwrap();
+        if held.as_deref() == Some(node) {
+            *held = None;
+        }
+    }
+
+    /// One command, start to complete.
+    async fn run(self: Arc<Self>, node: String, raw: Value, stop: CancellationToken) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let cmd: Command = match serde_json::from_value(raw.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                let id = raw["id"].as_str().filter(|s| is_id(s));
+                match id {
+                    Some(id) => {
+                        self.complete(
+                            &node,
+                            id,
+                            command::failed(&format!("malformed command: {e}")),
+                        )
+                        .await
+                    }
+                    None => say(&format!("a command without a usable id is skipped: {e}")),
+                }
+                return;
+            }
+        };
+        let Ok(_slot) = Arc::clone(&self.slots).acquire_owned().await else {
+            return;
+        };
+        self.running.fetch_add(1, Relaxed);
+        let id = cmd.id.clone();
+        let base = format!("/v1/nodes/{node}/commands/{id}");
+        let body = match cmd.work(self.options.headless) {
+            Err(why) => command::failed(&why),
+            Ok(work) => match self
+                .call(Method::POST, &format!("{base}/start"), None)
+                .await
+            {
+                // Gone or taken elsewhere: not ours to run.
+                Err(e @ Failure::Status(404 | 409, _)) => {
+                    say(&format!("command {id} cannot be started ({e}); skipped"));
+                    self.running.fetch_sub(1, Relaxed);
+                    return;
+                }
+                started => {
+                    if let Err(e) = started {
+                        say(&format!(
+                            "command {id}: start not acknowledged ({e}); running it anyway"
+                        ));
+                    }
+                    let progress = json!({"level": "info", "message": format!("Started filesystem.{}", work.tool), "data": null});
+                    let _ = self
+                        .call(Method::POST, &format!("{base}/progress"), Some(&progress))
+                        .await;
+                    let params = work.params.to_string();
+                    let (outcome, decision) = self
+                        .tools
+                        .invoke(Invocation {
+                            id: &id,
+                            command: work.tool,
+                            params_json: Some(&params),
+                            // The seed's approval timeout; the file work is quick.
+                            timeout: work.approval_wait,
+                            max_bytes: MAX_OUTPUT,
+                            cancel: stop.child_token(),
+                            tap: None,
+                            agent: None,
+                            gate: work.gate,
+                        })
+                        .await;
+                    say(&format!("command {id} ({}) → {decision}", work.tool));
+                    command::completion(work.tool, outcome)
+                }
+            },
+        };
+        self.complete(&node, &id, body).await;
+        self.completed.fetch_add(1, Relaxed);
+        self.running.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Ids go into URL paths: plain characters only.
+fn is_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// `d` give or take `pct` percent.
+fn jitter(d: Duration, pct: u64) -> Duration {
+    let mut byte = [0u8; 2];
+    let _ = getrandom::fill(&mut byte);
+    let r = u64::from(u16::from_le_bytes(byte)) % (2 * pct + 1);
+    d * (100 - pct as u32 + r as u32) / 100
+}
+
+/// Polls until `stop`; then cancels what runs, says `disconnect`, exits 0.
+pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken) -> u8 {
+    let poller = Arc::new(Poller {
+        options,
+        tools,
+        node: Mutex::new(None),
+        seen: Mutex::new((HashSet::new(), VecDeque::new())),
+        slots: Arc::new(Semaphore::new(PARALLEL)),
+        running: Default::default(),
+        completed: Default::default(),
+        started: Instant::now(),
+    });
+    say(&format!("polling {}", poller.options.api.shown()));
+    let tasks = tokio_util::task::TaskTracker::new();
+    let mut failures = 0u32;
+    let mut told = String::new();
+    loop {
+        let step = async {
+            let (node, first) = match poller.node() {
+                Some(node) => (node, false),
+                None => (poller.register().await?, true),
+            };
+            let commands = poller.beat(&node, first).await.inspect_err(|t| {
+                if let Trouble::Unregistered(_) = t {
+                    poller.forget(&node);
+                }
+            })?;
+            Ok::<_, Trouble>((node, commands))
+        };
+        let wait = match tokio::select! { r = step => r, _ = stop.cancelled() => break } {
+            Ok((node, commands)) => {
+                failures = 0;
+                told.clear();
+                let busy = !commands.is_empty()
+                    || poller.running.load(std::sync::atomic::Ordering::Relaxed) > 0;
+                for raw in commands {
+                    let id = raw["id"].as_str().unwrap_or_default().to_owned();
+                    if !id.is_empty() && !is_id(&id) {
+                        say("a command id with characters a URL path cannot carry is skipped");
+                        continue;
+                    }
+                    if !id.is_empty() && !poller.first_time(&id) {
+                        continue; // never the same command twice
+                    }
+                    tasks.spawn(Arc::clone(&poller).run(node.clone(), raw, stop.child_token()));
+                }
+                jitter(
+                    if busy {
+                        poller.options.active
+                    } else {
+                        poller.options.idle
+                    },
+                    10,
+                )
+            }
+            Err(trouble) => {
+                let (Trouble::Unregistered(why) | Trouble::Other(why)) = &trouble;
+                if *why != told {
+                    say(&match trouble {
+                        Trouble::Unregistered(_) => format!(
+                            "the service no longer knows this node ({why}); registering again"
+                        ),
+                        Trouble::Other(_) => format!("{why}; retrying with backoff"),
+                    });
+                    told = why.clone();
+                }
+                failures += 1;
+                let base = Duration::from_secs(2) * 2u32.pow(failures.min(5));
+                jitter(base.min(Duration::from_secs(60)), 20)
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.cancelled() => break,
+        }
+    }
+    say("stopping: running commands are cancelled");
+    tasks.close();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tasks.wait()).await;
+    if let Some(node) = poller.node() {
+        match poller
+            .call(Method::POST, &format!("/v1/nodes/{node}/disconnect"), None)
+            .await
+        {
+            Ok(_) => say(&format!("node {node} disconnected")),
+            Err(e) => say(&format!("disconnect failed: {e}")),
+        }
+    }
+    crate::node::log::flush_log();
+    0
+}
+
+/// `clawbot_router poll …`; the exit code.
+pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
+    let usage = |why: String| {
+        eprintln!("[clawbot_router poll] {why}");
+        2
+    };
+    let api = match Service::parse(&args.api, true) {
+        Ok(api) => api,
+        Err(why) => return usage(why),
+    };
+    let key = match super::secret(
+        args.key.as_deref(),
+        args.key_file.as_deref(),
+        "CLAWBOT_ROUTER_POLL_KEY",
+        "the API key",
+    ) {
+        Ok(key) => key,
+        Err(why) => return usage(why),
+    };
+    let (tools, _) = match super::hands(&args.hands, "The cloud command queue") {
+        Ok(hands) => hands,
+        Err(why) => return usage(why),
+    };
+    let state_dir = args
+        .hands
+        .state_dir
+        .clone()
+        .unwrap_or_else(crate::node::default_state_dir);
+    let options = Options {
+        api,
+        key,
+        workspace_id: args.workspace_id.filter(|w| !w.trim().is_empty()),
+        headless: args.headless,
+        active: Duration::from_millis(args.active_ms),
+        idle: Duration::from_millis(args.idle_ms),
+        fingerprint: fingerprint(&state_dir),
+    };
+    serve(options, tools, stop).await
+}
+
+/// This node's fingerprint: a random id kept in the state directory,
+/// hashed (nothing about the machine leaves it).
+fn fingerprint(state_dir: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let path = state_dir.join("poll-node-id");
+    let id = std::fs::read_to_string(&path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| {
+            let id = uuid::Uuid::new_v4().to_string();
+            let _ = crate::gateway::identity::write_private(&path, id.as_bytes());
+            id
+        });
+    Sha256::digest(id.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_bend_a_url_are_refused() {
+        assert!(is_id("cmd_abc-123.x:y"));
+        for bad in ["", "../x", "a/b", "a?b", "a b", &"x".repeat(300)] {
+            assert!(!is_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn jitter_stays_within_its_percent() {
+        for _ in 0..200 {
+            let d = jitter(Duration::from_secs(10), 20);
+            assert!(
+                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
+                "{d:?}"
+            );
+        }
+    }
+}
