@@ -26,6 +26,8 @@ pub struct Service {
     /// every request's path.
     prefix: String,
     shown: String,
+    /// Sent with every request of this service value.
+    headers: Vec<(&'static str, String)>,
 }
 
 impl Service {
@@ -76,7 +78,16 @@ impl Service {
                 .authority(),
                 uri.path().trim_end_matches('/')
             ),
+            headers: Vec::new(),
         })
+    }
+
+    /// The same service, with `headers` on every request.
+    pub fn with_headers(&self, headers: Vec<(&'static str, String)>) -> Self {
+        Self {
+            headers,
+            ..self.clone()
+        }
     }
 
     pub fn shown(&self) -> &str {
@@ -114,6 +125,9 @@ impl Service {
             );
         if body.is_some() {
             request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+        }
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
         }
         if let Some(key) = bearer {
             request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {key}"));

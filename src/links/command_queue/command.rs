@@ -179,6 +179,44 @@ pub fn manifest() -> Value {
     json!([{"name": "filesystem", "version": env!("CARGO_PKG_VERSION"), "methods": methods}])
 }
 
+/// `x-skills-signature`: HMAC-SHA256 (RFC 2104) of the skills' canonical
+/// JSON — object keys sorted at every level, arrays in order — keyed with
+/// the API key, in hex.
+pub fn signature(key: &str, skills: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    const BLOCK: usize = 64;
+    let mut k = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        k[..32].copy_from_slice(&Sha256::digest(key.as_bytes()));
+    } else {
+        k[..key.len()].copy_from_slice(key.as_bytes());
+    }
+    let pad = |byte: u8| k.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    // serde_json's maps keep their keys sorted (no preserve_order here).
+    hex(&hmac_parts(
+        &pad(0x36),
+        &pad(0x5c),
+        skills.to_string().as_bytes(),
+    ))
+}
+
+fn hmac_parts(ipad: &[u8], opad: &[u8], data: &[u8]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let inner = Sha256::new()
+        .chain_update(ipad)
+        .chain_update(data)
+        .finalize();
+    Sha256::new()
+        .chain_update(opad)
+        .chain_update(inner)
+        .finalize()
+        .to_vec()
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +284,27 @@ mod tests {
         assert_eq!(wait(2, None), Duration::from_secs(30));
         assert_eq!(wait(2, Some(5)), Duration::from_secs(5));
         assert_eq!(wait(2, Some(0)), FOREVER);
+    }
+
+    #[test]
+    fn signatures_are_hmac_sha256_of_the_canonical_json() {
+        // RFC 4231 test case 2.
+        let mut k = [0u8; 64];
+        k[..4].copy_from_slice(b"Jefe");
+        let pad = |byte: u8| k.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+        assert_eq!(
+            hex(&hmac_parts(
+                &pad(0x36),
+                &pad(0x5c),
+                b"what do ya want for nothing?"
+            )),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let canonical = signature("k", &json!({"b": 1, "a": [2, 1]}));
+        let reordered: Value = serde_json::from_str(r#"{"a":[2,1],"b":1}"#).unwrap();
+        assert_eq!(canonical, signature("k", &reordered));
+        assert_ne!(canonical, signature("k", &json!({"b": 1, "a": [1, 2]})));
+        assert_ne!(canonical, signature("other", &json!({"b": 1, "a": [2, 1]})));
     }
 
     #[test]

@@ -80,17 +80,25 @@ impl Poller {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, Failure> {
-        self.options
-            .api
-            .json(
-                method,
-                path,
-                body,
-                Some(&self.options.key),
-                REQUEST_WITHIN,
-                MAX_ANSWER,
-            )
-            .await
+        self.call_on(&self.options.api, method, path, body).await
+    }
+
+    async fn call_on(
+        &self,
+        api: &Service,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Failure> {
+        api.json(
+            method,
+            path,
+            body,
+            Some(&self.options.key),
+            REQUEST_WITHIN,
+            MAX_ANSWER,
+        )
+        .await
     }
 
     fn node(&self) -> Option<String> {
@@ -120,8 +128,17 @@ impl Poller {
             "allowedPaths": [self.tools.workspace().root().display().to_string()],
             "fingerprint": self.options.fingerprint,
         });
+        // As the real desktop registers: its fingerprint, and the skills
+        // signed with the key (HMAC-SHA256 over the canonical JSON).
+        let api = self.options.api.with_headers(vec![
+            ("x-device-fingerprint", self.options.fingerprint.clone()),
+            (
+                "x-skills-signature",
+                command::signature(&self.options.key, &body["skills"]),
+            ),
+        ]);
         let answer = self
-            .call(Method::POST, "/v1/nodes/register", Some(&body))
+            .call_on(&api, Method::POST, "/v1/nodes/register", Some(&body))
             .await?;
         let id = answer["nodeId"]
             .as_str()
@@ -155,11 +172,17 @@ impl Poller {
                 "uptimeMs": self.started.elapsed().as_millis() as u64,
             },
         });
+        let mut api = self.options.api.clone();
         if first {
             body["skills"] = command::manifest();
+            api = api.with_headers(vec![(
+                "x-skills-signature",
+                command::signature(&self.options.key, &body["skills"]),
+            )]);
         }
         let answer = self
-            .call(
+            .call_on(
+                &api,
                 Method::POST,
                 &format!("/v1/nodes/{node}/heartbeat"),
                 Some(&body),
@@ -457,10 +480,7 @@ fn fingerprint(state_dir: &std::path::Path) -> String {
             let _ = crate::gateway::identity::write_private(&path, id.as_bytes());
             id
         });
-    Sha256::digest(id.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    command::hex(&Sha256::digest(id.as_bytes()))
 }
 
 #[cfg(test)]
