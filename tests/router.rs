@@ -363,10 +363,22 @@ fn fake_wsl_without_exec_reparses_like_the_real_one() {
     // The hazard the router avoids: without --exec, wsl.exe hands the joined
     // arguments to a shell.
     let (dir, _log) = fake_wsl_dir();
-    let out = std::process::Command::new(dir.path().join("wsl.exe"))
-        .args(["echo", "$((6*7))"])
-        .output()
-        .unwrap();
+    // A script written a moment ago can be "busy" while another test's
+    // fork still holds its write descriptor (ETXTBSY): try again.
+    let out = (0..50)
+        .find_map(|_| {
+            match std::process::Command::new(dir.path().join("wsl.exe"))
+                .args(["echo", "$((6*7))"])
+                .output()
+            {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                }
+                other => Some(other.unwrap()),
+            }
+        })
+        .expect("the script stayed busy");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
 }
 
