@@ -628,16 +628,7 @@ fn bad_flags_are_refused_before_listening() {
             "needs an OpenClaw gateway",
         ),
     ];
-    for (args, needle) in cases {
-        let out = common::router()
-            .env("CLAWBOT_BRIDGE_TOKEN", TOKEN)
-            .args(*args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
-    }
+    common::assert_usage_errors(("CLAWBOT_BRIDGE_TOKEN", TOKEN), cases);
     let out = common::router()
         .args(["bridge", "--session", "s1"])
         .output()

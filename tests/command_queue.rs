@@ -578,16 +578,7 @@ fn bad_flags_are_refused_before_polling() {
             "needs an OpenClaw gateway",
         ),
     ];
-    for (args, needle) in cases {
-        let out = common::router()
-            .env("CLAWBOT_ROUTER_POLL_KEY", KEY)
-            .args(*args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
-    }
+    common::assert_usage_errors(("CLAWBOT_ROUTER_POLL_KEY", KEY), cases);
     let out = common::router()
         .args(["poll", "--api", "http://127.0.0.1:9"])
         .output()

@@ -175,6 +175,17 @@ pub fn under_terminal(argv: &[&str]) -> (Child, std::sync::Arc<std::sync::Mutex<
     (child, screen)
 }
 
+/// Each `args` (with `var` set) is a usage error (exit 2) whose message
+/// says `needle`.
+pub fn assert_usage_errors(var: (&str, &str), cases: &[(&[&str], &str)]) {
+    for (args, needle) in cases {
+        let out = router().env(var.0, var.1).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
 /// A temporary directory that lives as long as the value.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")

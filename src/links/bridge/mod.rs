@@ -394,13 +394,7 @@ impl Link {
             });
             return;
         };
-        let (tools, out, cancel) = (
-            Arc::clone(&self.shared.tools),
-            self.out.clone(),
-            self.cancel.child_token(),
-        );
-        let timeout = self.shared.options.tool_timeout;
-        tokio::spawn(async move {
+        self.answer(move |tools, cancel, timeout| async move {
             let _permit = permit;
             let params = serde_json::to_string(&args).unwrap_or_default();
             let (result, _) = tools
@@ -416,7 +410,7 @@ impl Link {
                     gate: Gate::Ours,
                 })
                 .await;
-            let frame = match result {
+            match result {
                 Ok(value) => Out::ToolResult {
                     call_id,
                     ok: true,
@@ -429,7 +423,26 @@ impl Link {
                     result: None,
                     error: Some(format!("{}: {}", e.code, e.message)),
                 },
-            };
+            }
+        });
+    }
+
+    /// Runs `work` beside the connection (with the tools, a token the
+    /// connection's end cancels, and the time a call may take) and sends
+    /// the frame it makes.
+    fn answer<F, W>(&self, work: W)
+    where
+        W: FnOnce(Arc<Tools>, CancellationToken, Duration) -> F,
+        F: std::future::Future<Output = Out> + Send + 'static,
+    {
+        let frame = work(
+            Arc::clone(&self.shared.tools),
+            self.cancel.child_token(),
+            self.shared.options.tool_timeout,
+        );
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let frame = frame.await;
             let _ = out.send(Message::text(frame.text())).await;
         });
     }
@@ -444,21 +457,14 @@ impl Link {
             );
             return;
         }
-        let (tools, out, cancel) = (
-            Arc::clone(&self.shared.tools),
-            self.out.clone(),
-            self.cancel.child_token(),
-        );
-        let timeout = self.shared.options.tool_timeout;
-        tokio::spawn(async move {
+        self.answer(move |tools, cancel, timeout| async move {
             let allowed = tools
                 .permit(&request_id, &tool, &args, &rationale, timeout, &cancel)
                 .await;
-            let frame = Out::PermissionReply {
+            Out::PermissionReply {
                 request_id,
                 behavior: if allowed { "allow" } else { "deny" },
-            };
-            let _ = out.send(Message::text(frame.text())).await;
+            }
         });
     }
 
