@@ -211,7 +211,13 @@ impl Prompter {
     /// a(lways) / d(eny).
     pub async fn ask(&self, who: &str, what: &str, wait: Duration) -> Answer {
         let stdin = stdin();
-        let mut lines = stdin.answers.lock().await;
+        // One question at a time: waiting for an earlier one counts
+        // against this one's time, so a queued question never outlives it.
+        let started = std::time::Instant::now();
+        let Ok(mut lines) = tokio::time::timeout(wait, stdin.answers.lock()).await else {
+            return Answer::TimedOut;
+        };
+        let wait = wait.saturating_sub(started.elapsed());
         while lines.try_recv().is_ok() {} // typed before the question: not an answer
         stdin.asking.store(true, Ordering::SeqCst);
         let (who, what) = (printable(who), printable(what));

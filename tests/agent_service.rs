@@ -263,6 +263,32 @@ fn tool_requests_run_under_the_stricter_of_the_two_risk_classes() {
 }
 
 #[test]
+fn a_repeated_tool_request_runs_once_and_both_get_its_result() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let count = chat.ws.join("count");
+    let line = format!(
+        "twice run_command safe {{\"command\":[\"sh\",\"-c\",\"sleep 0.5; echo ran >> {}\"]}}\n",
+        count.display()
+    );
+    let run = chat.run(&service, &["--approval", "allow"], &line);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout, "2 results, equal: True\n", "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "ran\n",
+        "run once"
+    );
+    assert!(
+        run.stderr
+            .contains("was asked for before; it is not run again"),
+        "{}",
+        run.stderr
+    );
+    all_valid(&service);
+}
+
+#[test]
 fn a_stream_that_drops_or_falls_silent_mid_turn_is_reopened_and_the_message_resent() {
     let service = FakeService::start();
     let chat = Chat::new();

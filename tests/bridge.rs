@@ -231,6 +231,14 @@ async fn pre_approved_writes_run_and_a_disconnect_stops_a_running_command() {
     ])
     .await;
     let (mut ws, _) = bound(&at, "s1").await;
+    // Our secrets are not a command's business.
+    let env = call(&mut ws, "env", "run_command", json!({"command": ["env"]})).await;
+    assert_eq!(env["ok"], true, "{env}");
+    let seen = env["result"]["stdout"].as_str().unwrap();
+    assert!(
+        seen.contains("PATH=") && !seen.contains("CLAWBOT_BRIDGE_TOKEN"),
+        "{seen}"
+    );
     let write = call(
         &mut ws,
         "w1",
@@ -250,10 +258,6 @@ async fn pre_approved_writes_run_and_a_disconnect_stops_a_running_command() {
         pidfile.display()
     );
     send(&mut ws, json!({"type": "tool_call", "call_id": "long", "tool": "run_command", "args": {"command": ["sh", "-c", script]}})).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    if common::pids(&pidfile).len() < 2 {
-        panic!("not started: {}", next(&mut ws).await);
-    }
     let pids = common::wait_for_pids(&pidfile, 2);
     drop(ws);
     let deadline = Instant::now() + WAIT;
@@ -546,7 +550,7 @@ async fn hostile_frames_get_error_answers_and_the_bridge_keeps_serving() {
 
     // More calls at once than a connection may run: the rest are BUSY.
     for i in 0..12 {
-        send(&mut ws, json!({"type": "tool_call", "call_id": format!("slow{i}"), "tool": "run_command", "args": {"command": ["sleep", "2"]}})).await;
+        send(&mut ws, json!({"type": "tool_call", "call_id": format!("slow{i}"), "tool": "run_command", "args": {"command": ["sleep", "5"]}})).await;
     }
     let mut busy = 0;
     let mut ok = 0;

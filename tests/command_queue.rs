@@ -306,8 +306,27 @@ async fn the_airlock_levels_and_our_own_class_decide_together() {
     }
     assert!(!deny.ws().join("a.txt").exists() && !deny.ws().join("b.txt").exists());
     // Started (the cloud sees them waiting for the airlock), then rejected.
-    assert_eq!(cloud.state()["started"], json!(["l1", "l0w"]));
+    let mut started: Vec<String> =
+        serde_json::from_value(cloud.state()["started"].clone()).unwrap();
+    started.sort();
+    assert_eq!(started, ["l0w", "l1"]);
     drop(deny);
+
+    // Headless stands in for the human, never for --approval deny.
+    let cloud = Cloud::start(&[]);
+    let strict = poll(&cloud, &["--headless", "--approval", "deny"]);
+    cloud.enqueue(fs_command(
+        "hd",
+        "write_file",
+        json!({"path": "d.txt", "content": "d"}),
+        1,
+    ));
+    assert_eq!(
+        cloud.completion("hd").await["error"],
+        "Rejected by Airlock/User"
+    );
+    assert!(!strict.ws().join("d.txt").exists());
+    drop(strict);
 
     // Headless: levels 0 and 1 run unasked; level 2 never does — not even
     // with --approval allow, and not without a human.
@@ -523,9 +542,26 @@ async fn hostile_commands_and_answers_are_reported_and_the_node_keeps_polling() 
             .unwrap()
             .starts_with("Missing parameters")
     );
-    node.wait_stderr("characters a URL path cannot carry", WAIT)
+    cloud.enqueue(json!({"id": "", "intent": "filesystem.read_file"}));
+    node.wait_stderr("without a usable id (one a URL path can carry)", WAIT)
         .await;
-    node.wait_stderr("without a usable id", WAIT).await;
+    // Offered on every heartbeat, told once each (three such commands).
+    cloud
+        .until("more heartbeats", |s| s["heartbeats"].as_u64() >= Some(10))
+        .await;
+    assert_eq!(
+        node.stderr().matches("without a usable id").count(),
+        3,
+        "{}",
+        node.stderr()
+    );
+    let log = cloud.state()["log"].clone();
+    assert!(
+        log.as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["path"].as_str().unwrap().contains("commands//"))
+    );
 
     // Answers that are not JSON, or far too large: backoff, then on.
     cloud.test(

@@ -164,6 +164,12 @@ pub fn plaintext_allowed(host: &str) -> bool {
     plaintext_rule(host, break_glass)
 }
 
+/// The same rule without OpenClaw's break-glass variable: for the links'
+/// own keys, which that variable was never meant to cover.
+pub fn plaintext_allowed_strictly(host: &str) -> bool {
+    plaintext_rule(host, false)
+}
+
 fn plaintext_rule(host: &str, break_glass: bool) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if let Ok(ip) = host.parse::<IpAddr>() {

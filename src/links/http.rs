@@ -55,7 +55,7 @@ impl Service {
                 "{host} is not this machine: the service must be on loopback unless --allow-remote is given"
             ));
         }
-        if !tls && !transport::plaintext_allowed(&host) {
+        if !tls && !transport::plaintext_allowed_strictly(&host) {
             return Err(format!(
                 "refusing plaintext http:// to {host}: it is not a loopback or private address; use https://"
             ));
@@ -192,7 +192,14 @@ impl Service {
         let seen = transport::Seen::default();
         let tls = transport::handshake(tcp, &self.target, &Trust::default(), &seen)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e.to_string() {
+                // The gateway's hint names a flag the links do not have.
+                m if m.contains("--tls-fingerprint") => format!(
+                    "TLS: this system has no trusted certificates to verify {} with (install the CA certificates)",
+                    self.shown
+                ),
+                m => m,
+            })?;
         Ok(TokioIo::new(Stream::Tls(Box::new(tls))))
     }
 }

@@ -85,7 +85,7 @@ pub fn listen_address(
             "{addr} is not loopback: add --allow-remote to use a private-network address"
         ));
     }
-    if !crate::gateway::transport::plaintext_allowed(&ip.to_string()) {
+    if !crate::gateway::transport::plaintext_allowed_strictly(&ip.to_string()) {
         return Err(format!(
             "{addr} is a public address, and {secret} would cross the internet in plaintext: use a loopback or private address"
         ));

@@ -29,6 +29,8 @@ pub const SECRET_VARS: &[&str] = &[
     "OPENCLAW_GATEWAY_PASSWORD",
     "CLAWBOT_ROUTER_SETUP_CODE",
     "CLAWBOT_ROUTER_MCP_TOKEN",
+    "CLAWBOT_BRIDGE_TOKEN",
+    "CLAWBOT_ROUTER_POLL_KEY",
 ];
 
 use std::sync::Arc;

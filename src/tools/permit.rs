@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::policy::{Call, Decision, Gate, Risk};
-use super::{Invocation, ToolError, Tools, cancellable};
+use super::{Invocation, Tools, cancellable};
 
 /// How the policy names a remote agent's own tool: `claude.Bash`, so that
 /// `--allow-command 'claude.*'` or `--deny-command claude.Bash` can.
@@ -66,7 +66,6 @@ impl Tools {
         } else {
             Err(super::refusal_of(decision.clone()))
         };
-        let _: &Result<Value, ToolError> = &outcome;
         self.record(&inv, &command, Some(decision), &outcome, started);
         allowed
     }

@@ -137,6 +137,10 @@ impl Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Remembered {
     command: String,
+    /// Who was answered "always" (none: OpenClaw, as before links
+    /// existed): one service's standing approval is not another's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asker: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     exec: Option<Exec>,
 }
@@ -295,7 +299,7 @@ impl Policy {
     pub async fn decide(&self, call: &Call, wait: Duration) -> Decision {
         match self.settle(call) {
             Settled::Done(decision) => decision,
-            Settled::Human => self.ask_human(call, wait).await,
+            Settled::Human => self.ask_human(call, wait, true).await,
         }
     }
 
@@ -339,8 +343,13 @@ impl Policy {
                 };
                 self.decide(&call, wait).await
             }
-            Gate::Headless if call.exec.is_none() => Decision::Allowed("headless"),
-            Gate::Headless => self.decide(call, wait).await,
+            // Headless stands in for the human only: what the policy
+            // settles without one (--approval deny, a pre-approval) stands.
+            Gate::Headless => match self.settle(call) {
+                Settled::Done(decision) => decision,
+                Settled::Human if call.exec.is_none() => Decision::Allowed("headless"),
+                Settled::Human => self.ask_human(call, wait, true).await,
+            },
             Gate::Human if self.mode == Mode::Deny => {
                 rejected("the node's approval policy is deny")
             }
@@ -351,7 +360,8 @@ impl Policy {
                     call.command
                 ),
             },
-            Gate::Human => self.ask_human(call, wait).await,
+            // Asked every time: an "always" answer is not remembered.
+            Gate::Human => self.ask_human(call, wait, false).await,
         }
     }
 
@@ -382,7 +392,7 @@ impl Policy {
     /// A human decides: on the terminal when there is one (and the mode is
     /// not `gateway`); otherwise the call is refused as needing approval,
     /// which for `system.run` makes OpenClaw's gateway ask its operators.
-    async fn ask_human(&self, call: &Call, wait: Duration) -> Decision {
+    async fn ask_human(&self, call: &Call, wait: Duration, remember: bool) -> Decision {
         let prompter = self
             .prompter
             .as_ref()
@@ -405,7 +415,9 @@ impl Policy {
             Some(prompter) => match prompter.ask(&self.asker, &call.summary, wait).await {
                 Answer::Once => Decision::Allowed("user-once"),
                 Answer::Always => {
-                    self.remember(call);
+                    if remember {
+                        self.remember(call);
+                    }
                     Decision::Allowed("user-always")
                 }
                 Answer::Deny => rejected("User declined to execute this operation"),
@@ -442,15 +454,16 @@ impl Policy {
             .is_some_and(|e| self.allowed_programs.contains(&e.executable))
     }
 
-    fn key(call: &Call) -> Remembered {
+    fn key(&self, call: &Call) -> Remembered {
         Remembered {
+            asker: (self.asker != "OpenClaw").then(|| self.asker.clone()),
             command: call.command.clone(),
             exec: call.exec.clone(),
         }
     }
 
     fn is_remembered(&self, call: &Call) -> bool {
-        let key = Self::key(call);
+        let key = self.key(call);
         self.remembered
             .lock()
             .map(|r| r.contains(&key))
@@ -461,7 +474,7 @@ impl Policy {
         let Ok(mut remembered) = self.remembered.lock() else {
             return;
         };
-        remembered.push(Self::key(call));
+        remembered.push(self.key(call));
         if let Err(e) = save(&self.approvals, &remembered) {
             eprintln!("[clawbot_router] cannot save the approval: {e}");
         }
@@ -591,6 +604,96 @@ mod tests {
     fn policy(mode: Mode, allow: &[&str], deny: &[&str], dir: &Path) -> Policy {
         let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         Policy::new(mode, owned(allow), owned(deny), dir, None)
+    }
+
+    fn write_call() -> Call {
+        Call {
+            command: "write_file".into(),
+            risk: Risk::Risky,
+            summary: "write_file: a (1 bytes)".into(),
+            exec: None,
+            agent: None,
+            upstream: false,
+        }
+    }
+
+    fn read_call() -> Call {
+        Call {
+            risk: Risk::Safe,
+            command: "read_file".into(),
+            ..write_call()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_remote_gate_only_makes_a_call_stricter() {
+        let dir = tempfile::tempdir().unwrap();
+        let wait = Duration::from_secs(1);
+        let allowed = |d: &Decision| matches!(d, Decision::Allowed(_));
+        let linked = |mode, allow: &[&str], deny: &[&str]| {
+            policy(mode, allow, deny, dir.path())
+                .asked_by("a link")
+                .without_gateway()
+        };
+        // Risky: a read then needs what a write needs.
+        let deny = linked(Mode::Deny, &[], &[]);
+        assert!(allowed(
+            &deny.decide_gated(&read_call(), wait, Gate::Ours).await
+        ));
+        assert!(!allowed(
+            &deny.decide_gated(&read_call(), wait, Gate::Risky).await
+        ));
+        // Headless stands in for the human, never for --approval deny or
+        // a forbidden rule, and never for a program.
+        assert!(!allowed(
+            &deny.decide_gated(&write_call(), wait, Gate::Headless).await
+        ));
+        let ask = linked(Mode::Ask, &[], &["claude.Bash"]);
+        assert_eq!(
+            ask.decide_gated(&write_call(), wait, Gate::Headless).await,
+            Decision::Allowed("headless")
+        );
+        assert!(!allowed(
+            &ask.decide_gated(&exec_call(&["ls"]), wait, Gate::Headless)
+                .await
+        ));
+        let forbidden = Call {
+            command: "claude.Bash".into(),
+            upstream: true,
+            ..write_call()
+        };
+        for gate in [Gate::Ours, Gate::Risky, Gate::Headless, Gate::Human] {
+            let d = ask.decide_gated(&forbidden, wait, gate).await;
+            assert_eq!(refusal_code(&d), Some("FORBIDDEN"), "{gate:?}");
+        }
+        // Human: no pre-approval, no --approval allow stands in.
+        let allow = linked(Mode::Allow, &["write_file"], &[]);
+        assert!(allowed(
+            &allow.decide_gated(&write_call(), wait, Gate::Risky).await
+        ));
+        let d = allow.decide_gated(&write_call(), wait, Gate::Human).await;
+        assert_eq!(refusal_code(&d), Some("APPROVAL_REQUIRED"));
+        assert!(!allowed(
+            &allow.decide_gated(&read_call(), wait, Gate::Human).await
+        ));
+    }
+
+    #[test]
+    fn an_always_answer_belongs_to_who_was_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = policy(Mode::Deny, &[], &[], dir.path());
+        node.remember(&write_call());
+        assert!(node.is_remembered(&write_call()));
+        let link = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The bridged agent");
+        assert!(
+            !link.is_remembered(&write_call()),
+            "the node's answer is not the link's"
+        );
+        link.remember(&write_call());
+        let again = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The bridged agent");
+        assert!(again.is_remembered(&write_call()));
+        let other = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The cloud command queue");
+        assert!(!other.is_remembered(&write_call()));
     }
 
     fn refusal_code(d: &Decision) -> Option<&'static str> {

@@ -31,9 +31,15 @@ const REQUEST_WITHIN: Duration = Duration::from_secs(30);
 const MAX_ANSWER: usize = 1 << 20;
 /// Bytes of a tool result sent back.
 const MAX_RESULT: usize = 1 << 20;
-/// Results kept by tool call id: a replayed turn's repeated request is
-/// answered again, not run again.
-const KEPT_RESULTS: usize = 256;
+/// Tool calls remembered by id: a repeated request (a replayed turn) shares
+/// the run, or its result, instead of running again.
+const KEPT_CALLS: usize = 64;
+/// A result larger than this is not kept (a repeat runs again).
+const MAX_KEPT: usize = 64 << 10;
+/// Tool calls one turn may have running at once; more are answered BUSY.
+const MAX_CALLS: usize = 8;
+/// Bytes of streamed text kept to compare with the final text.
+const MAX_DELTAS: usize = 1 << 20;
 /// Reconnecting waits 1 s, doubling to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -78,7 +84,8 @@ pub struct Chat {
     options: Options,
     tools: Arc<Tools>,
     session: Mutex<String>,
-    results: Mutex<VecDeque<(String, Value)>>,
+    calls: Mutex<VecDeque<(String, Kept)>>,
+    running: Arc<tokio::sync::Semaphore>,
     /// The assistant's text left a line open on stdout.
     open_line: std::sync::atomic::AtomicBool,
 }
@@ -118,7 +125,8 @@ impl Chat {
             options,
             tools,
             session: Mutex::new(String::new()),
-            results: Mutex::new(VecDeque::new()),
+            calls: Mutex::new(VecDeque::new()),
+            running: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS)),
             open_line: std::sync::atomic::AtomicBool::new(false),
         });
         chat.open_session(true).await?;
@@ -233,9 +241,12 @@ impl Chat {
             Err(_) => return End::Dropped("no answer to POST /v1/chat in time".into()),
         };
         if !(200..300).contains(&status) {
-            let said = super::http::read_all(body, MAX_ANSWER)
-                .await
-                .unwrap_or_default();
+            let said =
+                tokio::time::timeout(REQUEST_WITHIN, super::http::read_all(body, MAX_ANSWER))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_default();
             let said = String::from_utf8_lossy(&said)
                 .chars()
                 .take(300)
@@ -282,7 +293,7 @@ impl Chat {
                 match self.event(&event, &mut deltas, &tasks, &cancel) {
                     Some(Step::Final(text)) => {
                         // The final text, unless the deltas already said it.
-                        if text != deltas {
+                        if text != deltas && deltas != "\0" {
                             self.end_line();
                             self.print(&text);
                         }
@@ -339,7 +350,13 @@ impl Chat {
         match event.name.as_str() {
             "assistant.delta" => {
                 let text = data["text"].as_str().unwrap_or_default();
-                deltas.push_str(text);
+                if deltas.len() + text.len() <= MAX_DELTAS {
+                    deltas.push_str(text);
+                } else {
+                    // Too long to compare: the final text is not printed.
+                    deltas.clear();
+                    deltas.push('\0');
+                }
                 self.print(text);
                 None
             }
@@ -390,19 +407,51 @@ impl Chat {
                 &id,
                 format!("BAD_REQUEST: the tool request is malformed: {e}"),
             ),
-            Ok(call) => self.run(call, cancel).await,
+            Ok(call) => match Arc::clone(&self.running).try_acquire_owned() {
+                Ok(_slot) => self.once(call, cancel).await,
+                Err(_) => failure(
+                    &id,
+                    format!(
+                        "BUSY: {MAX_CALLS} tool calls are already running; ask again when one ends"
+                    ),
+                ),
+            },
         };
         self.post_result(result).await;
     }
 
-    async fn run(&self, call: ToolCall, cancel: CancellationToken) -> Value {
-        if let Some(kept) = self.kept(&call.id) {
-            say(&format!(
-                "tool call {} was run already; its result is sent again",
-                call.id
-            ));
-            return kept;
+    /// Runs `call` once per id: a repeat waits for the first run and
+    /// shares its result. A result cancelled with its stream is not shared:
+    /// the replayed turn runs it afresh.
+    async fn once(&self, call: ToolCall, cancel: CancellationToken) -> Value {
+        for _ in 0..2 {
+            let (kept, repeat) = self.kept(&call.id);
+            if repeat {
+                say(&format!(
+                    "tool call {} was asked for before; it is not run again",
+                    crate::ui::printable(&call.id)
+                ));
+            }
+            let result = kept
+                .get_or_init(|| self.run(&call, cancel.clone()))
+                .await
+                .clone();
+            let cancelled = result["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("CANCELLED"));
+            if cancelled && !cancel.is_cancelled() {
+                self.forget(&call.id, &kept);
+                continue;
+            }
+            if result.to_string().len() > MAX_KEPT {
+                self.forget(&call.id, &kept);
+            }
+            return result;
         }
+        failure(&call.id, "CANCELLED: the call was cancelled twice".into())
+    }
+
+    async fn run(&self, call: &ToolCall, cancel: CancellationToken) -> Value {
         let gate = match call.risk.as_str() {
             "safe" => Gate::Ours,
             "risky" => Gate::Risky,
@@ -411,9 +460,7 @@ impl Chat {
                     "FORBIDDEN: the service itself classed {} as forbidden; it never runs",
                     call.name
                 );
-                let result = failure(&call.id, error);
-                self.keep(&call.id, &result);
-                return result;
+                return failure(&call.id, error);
             }
             other => {
                 return failure(
@@ -449,28 +496,31 @@ impl Chat {
             "tool {} → {decision}",
             crate::ui::printable(&call.name)
         ));
-        let result = match outcome {
+        match outcome {
             Ok(value) => json!({"id": call.id, "ok": true, "result": value, "error": null}),
             Err(e) => failure(&call.id, format!("{}: {}", e.code, e.message)),
-        };
-        self.keep(&call.id, &result);
-        result
-    }
-
-    fn kept(&self, id: &str) -> Option<Value> {
-        let results = self.results.lock().unwrap();
-        results
-            .iter()
-            .find(|(k, _)| k == id)
-            .map(|(_, v)| v.clone())
-    }
-
-    fn keep(&self, id: &str, result: &Value) {
-        let mut results = self.results.lock().unwrap();
-        if results.len() >= KEPT_RESULTS {
-            results.pop_front();
         }
-        results.push_back((id.to_owned(), result.clone()));
+    }
+
+    /// The run kept for `id` (a new one if none), and whether it was
+    /// there already.
+    fn kept(&self, id: &str) -> (Kept, bool) {
+        let mut calls = self.calls.lock().unwrap();
+        if let Some((_, kept)) = calls.iter().find(|(k, _)| k == id) {
+            return (Arc::clone(kept), true);
+        }
+        if calls.len() >= KEPT_CALLS {
+            calls.pop_front();
+        }
+        let kept = Kept::default();
+        calls.push_back((id.to_owned(), Arc::clone(&kept)));
+        (kept, false)
+    }
+
+    /// Forgets the run kept for `id`, if it is still `kept`.
+    fn forget(&self, id: &str, kept: &Kept) {
+        let mut calls = self.calls.lock().unwrap();
+        calls.retain(|(k, v)| !(k == id && Arc::ptr_eq(v, kept)));
     }
 
     async fn post_result(&self, result: Value) {
@@ -499,6 +549,9 @@ impl Chat {
         }
     }
 }
+
+/// One tool call's run, shared by every request with its id.
+type Kept = Arc<tokio::sync::OnceCell<Value>>;
 
 enum Step {
     Final(String),

@@ -123,10 +123,16 @@ impl Hub {
             meta: Value::Object(meta),
         };
         if let Some(binding) = &state.bound {
-            match binding.out.try_send(Message::text(frame.text())) {
-                Ok(()) => return Ok((request_id, true, state.waiting.len())),
-                Err(_) => state.bound = None,
+            if binding.out.try_send(Message::text(frame.text())).is_ok() {
+                return Ok((request_id, true, state.waiting.len()));
             }
+            // Not reading, or gone: end that connection; the message waits
+            // for the next hello.
+            super::say(&format!(
+                "session {session}: its client takes no frames; the connection is ended and the message kept"
+            ));
+            binding.cancel.cancel();
+            state.bound = None;
         }
         if self.buffer == 0 {
             return Err(format!(

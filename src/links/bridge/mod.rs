@@ -35,7 +35,9 @@ const MAX_FRAME: usize = 16 << 20;
 /// Tool calls one connection may have running at once; more are refused.
 const MAX_CALLS: usize = 8;
 /// Frames queued for one client before its error answers are dropped.
-const QUEUE: usize = 4096;
+const QUEUE: usize = 256;
+/// A client that takes no frame for this long is gone.
+const SEND_WITHIN: Duration = Duration::from_secs(30);
 /// How long a new connection has to say `hello`.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// Bytes a tool result may carry.
@@ -152,14 +154,19 @@ async fn connection(
     };
     let (mut sink, mut source) = ws.split();
     let (out, mut outgoing) = mpsc::channel::<Message>(QUEUE);
-    let writer = tokio::spawn(async move {
+    // A client that stops reading ends its connection, not the bridge's
+    // memory: each frame has SEND_WITHIN to go out.
+    let gone = stop.clone();
+    let mut writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
             let closing = matches!(message, Message::Close(_));
-            if sink.send(message).await.is_err() || closing {
+            let sent = tokio::time::timeout(SEND_WITHIN, sink.send(message)).await;
+            if !matches!(sent, Ok(Ok(()))) || closing {
                 break;
             }
         }
-        let _ = sink.close().await;
+        gone.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), sink.close()).await;
     });
     let mut link = Link {
         shared,
@@ -176,7 +183,12 @@ async fn connection(
         say(&format!("{peer}: session {session} disconnected"));
     }
     drop(link);
-    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    if tokio::time::timeout(Duration::from_secs(3), &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
 }
 
 type Source = futures_util::stream::SplitStream<tokio_tungstenite::WebSocketStream<TcpStream>>;
@@ -219,7 +231,11 @@ impl Link {
                         return;
                     }
                     unanswered += 1;
-                    self.send(Out::Ping { ts: super::now_ms() }).await;
+                    // A queue too full for a ping: the client is not reading.
+                    if self.out.try_send(Message::text(Out::Ping { ts: super::now_ms() }.text())).is_err() {
+                        say(&format!("{}: frames are not being read; the connection is dead", self.peer));
+                        return;
+                    }
                     continue;
                 }
                 frame = source.next() => frame,
@@ -298,7 +314,7 @@ impl Link {
                     args,
                     rationale,
                 } => self.permission(request_id, tool, args, rationale),
-                In::Ping { ts } => self.send(Out::Pong { ts }).await,
+                In::Ping { ts } => self.try_send(Out::Pong { ts }),
                 In::Pong { .. } => unanswered = 0,
             }
         }
@@ -324,8 +340,9 @@ impl Link {
                 .bind(&session, self.out.clone(), self.cancel.clone())
         else {
             say(&format!(
-                "{}: hello for unknown session {session:?}; closed",
-                self.peer
+                "{}: hello for unknown session {:?}; closed",
+                self.peer,
+                session.chars().take(100).collect::<String>()
             ));
             self.close(CloseCode::Policy, "unknown session").await;
             return false;
@@ -346,7 +363,14 @@ impl Link {
         say(&format!(
             "{}: session {session} bound (claude session {}, pid {}); {} buffered message(s) follow",
             self.peer,
-            claude.as_deref().unwrap_or("-"),
+            crate::ui::printable(
+                &claude
+                    .as_deref()
+                    .unwrap_or("-")
+                    .chars()
+                    .take(100)
+                    .collect::<String>()
+            ),
             pid.map_or("-".into(), |p| p.to_string()),
             buffered.len()
         ));
@@ -457,7 +481,19 @@ impl Link {
             );
             return;
         }
+        let Ok(permit) = Arc::clone(&self.calls).try_acquire_owned() else {
+            say(&format!(
+                "{}: permission_request {request_id} while {MAX_CALLS} calls and questions are open: denied",
+                self.peer
+            ));
+            self.try_send(Out::PermissionReply {
+                request_id,
+                behavior: "deny",
+            });
+            return;
+        };
         self.answer(move |tools, cancel, timeout| async move {
+            let _permit = permit;
             let allowed = tools
                 .permit(&request_id, &tool, &args, &rationale, timeout, &cancel)
                 .await;

@@ -142,7 +142,7 @@ impl Poller {
             .await?;
         let id = answer["nodeId"]
             .as_str()
-            .filter(|s| !s.is_empty() && s.len() <= 256 && !s.contains(['/', '?', '#']))
+            .filter(|s| is_id(s))
             .ok_or_else(|| {
                 Trouble::Other(format!(
                     "register answered no usable nodeId: {}",
@@ -262,9 +262,12 @@ impl Poller {
                 return;
             }
         };
-        let Ok(_slot) = Arc::clone(&self.slots).acquire_owned().await else {
-            return;
+        // Waiting for a slot ends with the node: nothing starts after a stop.
+        let slot = tokio::select! {
+            slot = Arc::clone(&self.slots).acquire_owned() => slot,
+            _ = stop.cancelled() => return,
         };
+        let Ok(_slot) = slot else { return };
         self.running.fetch_add(1, Relaxed);
         let id = cmd.id.clone();
         let base = format!("/v1/nodes/{node}/commands/{id}");
@@ -274,9 +277,12 @@ impl Poller {
                 .call(Method::POST, &format!("{base}/start"), None)
                 .await
             {
-                // Gone or taken elsewhere: not ours to run.
-                Err(e @ Failure::Status(404 | 409, _)) => {
+                // Gone, taken elsewhere, or the node unknown: not ours to run.
+                Err(e @ Failure::Status(401 | 404 | 409, _)) => {
                     say(&format!("command {id} cannot be started ({e}); skipped"));
+                    if let Failure::Status(401, _) = e {
+                        self.forget(&node);
+                    }
                     self.running.fetch_sub(1, Relaxed);
                     return;
                 }
@@ -370,12 +376,18 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
                 let busy = !commands.is_empty()
                     || poller.running.load(std::sync::atomic::Ordering::Relaxed) > 0;
                 for raw in commands {
-                    let id = raw["id"].as_str().unwrap_or_default().to_owned();
-                    if !id.is_empty() && !is_id(&id) {
-                        say("a command id with characters a URL path cannot carry is skipped");
+                    let Some(id) = raw["id"].as_str().filter(|id| is_id(id)) else {
+                        // Said once per such command, however often offered.
+                        use sha2::{Digest, Sha256};
+                        let seen = command::hex(&Sha256::digest(raw.to_string().as_bytes()));
+                        if poller.first_time(&format!("unusable:{seen}")) {
+                            say(
+                                "a command without a usable id (one a URL path can carry) is skipped",
+                            );
+                        }
                         continue;
-                    }
-                    if !id.is_empty() && !poller.first_time(&id) {
+                    };
+                    if !poller.first_time(id) {
                         continue; // never the same command twice
                     }
                     tasks.spawn(Arc::clone(&poller).run(node.clone(), raw, stop.child_token()));
