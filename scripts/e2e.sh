@@ -56,5 +56,6 @@ fi
 eval "$("$here/sandbox.sh" env)"
 cargo test --locked --test e2e -- --ignored --test-threads=1 "$@"
 cargo test --locked --test e2e_tls -- --ignored --test-threads=1 "$@"
-# The MCP server against a real MCP client (the official Python SDK).
+# The MCP server against real MCP clients: the official Python SDK (stdio
+# and Streamable HTTP) and the official TypeScript SDK (Streamable HTTP).
 CLAWBOT_MCP_PYTHON=$("$here/mcp-client.sh") cargo test --locked --test mcp_client -- --ignored

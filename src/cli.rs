@@ -36,7 +36,7 @@ pub enum Command {
     /// node's service: install, status, …).
     Node(NodeCommand),
     /// Serve the tool over the Model Context Protocol on stdio.
-    Mcp(CallOptions),
+    Mcp(McpArgs),
     /// Serve this machine's tools to coding-agent sessions over the bridge
     /// WebSocket of seed 004 (or, `bridge send`, hand one of them a message).
     Bridge(BridgeCommand),
@@ -707,4 +707,30 @@ pub struct PollArgs {
 
     #[command(flatten)]
     pub hands: HandsArgs,
+}
+
+/// `clawbot_router mcp`: the call options, and the HTTP transport's.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub call: CallOptions,
+
+    /// Serve MCP's Streamable HTTP at http://ADDR/mcp instead of stdio
+    /// (loopback; a private address only with a bearer token).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+
+    /// A file holding the bearer token HTTP clients must send (else
+    /// CLAWBOT_ROUTER_MCP_TOKEN; required off loopback).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_token_file: Option<std::path::PathBuf>,
+
+    /// Refused: a token on the command line is visible to every user.
+    #[arg(long, hide = true)]
+    pub http_token: Option<String>,
+
+    /// A browser origin allowed to call (scheme://host:port; repeatable).
+    /// None by default: a request with an Origin header is refused.
+    #[arg(long = "http-allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub http_origins: Vec<String>,
 }

@@ -423,3 +423,111 @@ fn end_of_input_stops_a_call_that_would_outlast_it_and_answers_it() {
     );
     assert_all_gone(&tree);
 }
+
+// ---- Streamable HTTP (`mcp --http`) ---------------------------------------
+// The official clients drive it end to end in tests/mcp_client.rs; here,
+// in every `cargo test`, the flags and the wire's first rules.
+
+#[test]
+fn http_addresses_and_tokens_are_checked_before_listening() {
+    common::assert_usage_errors(
+        ("CLAWBOT_ROUTER_UNUSED", ""),
+        &[
+            (&["mcp", "--http", "10.1.2.3:8931"], "needs a bearer token"),
+            (
+                &["mcp", "--http", "127.0.0.1:8931", "--http-token", "t"],
+                "visible to every user",
+            ),
+            (&["mcp", "--http", "nowhere"], "not an address"),
+        ],
+    );
+    common::assert_usage_errors(
+        ("CLAWBOT_ROUTER_MCP_TOKEN", "a-token"),
+        &[
+            (&["mcp", "--http", "0.0.0.0:8931"], "every interface"),
+            (&["mcp", "--http", "8.8.8.8:8931"], "public address"),
+        ],
+    );
+}
+
+/// One raw HTTP request; the status line and the rest.
+fn raw_http(port: u16, request: &str) -> (String, String) {
+    use std::io::Read;
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (status, rest) = answer.split_once("\r\n").unwrap_or((&answer, ""));
+    (status.to_owned(), rest.to_owned())
+}
+
+#[test]
+fn http_answers_initialize_and_refuses_browsers_strangers_and_other_paths() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = router()
+        .env("OPENCLAW_BIN", FAKE)
+        .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "mcp --http did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let post = |extra: &str, path: &str| {
+        raw_http(
+            port,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let (status, rest) = post("", "/mcp");
+    assert!(status.contains(" 200"), "{status}\n{rest}");
+    assert!(
+        rest.to_ascii_lowercase().contains("mcp-session-id:"),
+        "{rest}"
+    );
+    assert!(rest.contains("clawbot_router"), "{rest}");
+    assert!(
+        post("Origin: http://evil.example\r\n", "/mcp")
+            .0
+            .contains(" 403")
+    );
+    let (status, _) = raw_http(
+        port,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(
+        status.contains(" 403") || status.contains(" 421"),
+        "{status}"
+    );
+    assert!(post("", "/elsewhere").0.contains(" 404"));
+    // SIGTERM: stops, exit 0.
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let code = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(Instant::now() < deadline, "mcp --http did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0));
+}

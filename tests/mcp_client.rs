@@ -1,8 +1,13 @@
-//! `clawbot_router mcp` driven by a real MCP client nobody here wrote: the
-//! official Python SDK (`mcp` on PyPI), through tests/mcp_client/check.py —
+//! `clawbot_router mcp` driven by real MCP clients nobody here wrote: the
+//! official Python SDK (`mcp` on PyPI) through tests/mcp_client/check.py —
 //! initialize, list tools, call, progress, cancel (the tree must be gone),
-//! concurrency, prompts, malformed calls. scripts/e2e.sh installs the client
-//! (scripts/mcp-client.sh) and runs this with CLAWBOT_MCP_PYTHON set.
+//! concurrency, prompts, malformed calls — over stdio and over Streamable
+//! HTTP (`mcp --http`, with the HTTP rules: token, Origin, Host, body limit,
+//! DELETE); and the official TypeScript SDK's Streamable HTTP client through
+//! tests/mcp_client/check_http.mjs (call, progress over SSE, a cancel that
+//! stops the tree). scripts/e2e.sh installs both (scripts/mcp-client.sh,
+//! scripts/sandbox.sh install) and runs these with CLAWBOT_MCP_PYTHON and
+//! CLAWBOT_SANDBOX_MCP_SDK set.
 
 #![cfg(unix)]
 
@@ -10,26 +15,73 @@ mod common;
 
 use std::time::Duration;
 
+/// Runs a client's checks; they print OK/FAIL lines and "all checks passed".
+fn checks(program: &str, args: &[&str]) {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the client starts");
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().expect("the client's output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "the MCP client's checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() < Duration::from_secs(180));
+}
+
+fn python() -> String {
+    std::env::var("CLAWBOT_MCP_PYTHON")
+        .expect("CLAWBOT_MCP_PYTHON names a python with the `mcp` package (scripts/mcp-client.sh)")
+}
+
+const CHECK_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client/check.py");
+
 #[test]
 #[ignore = "needs the Python MCP client: scripts/e2e.sh (or CLAWBOT_MCP_PYTHON=$(scripts/mcp-client.sh))"]
 fn the_official_python_client_drives_the_server() {
-    let python = std::env::var("CLAWBOT_MCP_PYTHON")
-        .expect("CLAWBOT_MCP_PYTHON names a python with the `mcp` package (scripts/mcp-client.sh)");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client/check.py");
-    let mut cmd = std::process::Command::new(python);
-    cmd.args([
-        script,
-        common::ROUTER,
-        common::FAKE,
-        env!("CARGO_MANIFEST_DIR"),
-    ]);
-    let run = common::run(&mut cmd);
-    println!("{}", run.stdout);
-    assert!(
-        run.code == Some(0) && run.stdout.contains("all checks passed"),
-        "the MCP client's checks failed:\n{}\n{}",
-        run.stdout,
-        run.stderr
+    let python = python();
+    checks(
+        &python,
+        &[
+            CHECK_PY,
+            common::ROUTER,
+            common::FAKE,
+            env!("CARGO_MANIFEST_DIR"),
+        ],
     );
-    assert!(run.elapsed < Duration::from_secs(60));
+}
+
+#[test]
+#[ignore = "needs the Python MCP client: scripts/e2e.sh (or CLAWBOT_MCP_PYTHON=$(scripts/mcp-client.sh))"]
+fn the_official_python_client_drives_the_server_over_streamable_http() {
+    let python = python();
+    checks(
+        &python,
+        &[
+            CHECK_PY,
+            common::ROUTER,
+            common::FAKE,
+            env!("CARGO_MANIFEST_DIR"),
+            "--http",
+        ],
+    );
+}
+
+#[test]
+#[ignore = "needs the TypeScript MCP SDK and Node.js: scripts/e2e.sh (scripts/sandbox.sh install)"]
+fn the_official_typescript_client_drives_the_server_over_streamable_http() {
+    let sdk = std::env::var("CLAWBOT_SANDBOX_MCP_SDK")
+        .expect("CLAWBOT_SANDBOX_MCP_SDK names @modelcontextprotocol/sdk (eval \"$(scripts/sandbox.sh env)\")");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp_client/check_http.mjs"
+    );
+    checks("node", &[script, &sdk, common::ROUTER, common::FAKE]);
 }

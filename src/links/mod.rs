@@ -10,19 +10,33 @@ pub mod mcp_servers;
 
 use std::path::Path;
 
-/// A link's secret (a token, an API key), from its file or its variable —
-/// never from the command line, where every user of the machine can read
-/// it (`ps`). `flag` is what was given on the command line, to refuse.
-pub fn secret(
-    flag: Option<&str>,
-    file: Option<&Path>,
-    var: &str,
-    what: &str,
-) -> Result<String, String> {
+/// Where a secret comes from: its command-line flag (refused), its
+/// file flag, its environment variable.
+pub struct SecretSource<'a> {
+    /// What was given on the command line, to refuse.
+    pub flag: Option<&'a str>,
+    pub file: Option<&'a Path>,
+    /// The file flag's name (`--token-file`), for the messages.
+    pub file_flag: &'a str,
+    pub var: &'a str,
+    /// What it is ("the bridge token").
+    pub what: &'a str,
+}
+
+/// A secret (a token, an API key), from its file or its variable — never
+/// from the command line, where every user of the machine can read it
+/// (`ps`).
+pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
+    let SecretSource {
+        flag,
+        file,
+        file_flag,
+        var,
+        what,
+    } = *from;
     if flag.is_some() {
         return Err(format!(
-            "{what} on the command line is visible to every user of this machine (ps); put it in the environment variable {var} or a file (--{}-file FILE)",
-            what.split_whitespace().last().unwrap_or("token")
+            "{what} on the command line is visible to every user of this machine (ps); put it in the environment variable {var} or a file ({file_flag} FILE)"
         ));
     }
     let text = match file {
@@ -32,10 +46,7 @@ pub fn secret(
     };
     let text = text.trim();
     if text.is_empty() {
-        return Err(format!(
-            "no {what}: set {var} or give --{}-file FILE",
-            what.split_whitespace().last().unwrap_or("token")
-        ));
+        return Err(format!("no {what}: set {var} or give {file_flag} FILE"));
     }
     Ok(text.to_owned())
 }

@@ -1,25 +1,34 @@
 """Drives `clawbot_router mcp` with the official Python MCP client (the
 `mcp` package from PyPI, written by the protocol's authors, not by us):
 initialize, list tools, call, progress, cancel (the process tree must be
-gone), concurrency, prompts, and malformed calls. Run by tests/mcp_client.rs;
-exits non-zero with a FAIL line per failed check.
+gone), concurrency, prompts, and malformed calls — over stdio, or with
+--http over the Streamable HTTP transport (`mcp --http`), where the HTTP
+rules are checked too: the bearer token, Origin and Host (DNS rebinding),
+the body limit, the endpoint, and DELETE ending a session. Run by
+tests/mcp_client.rs; exits non-zero with a FAIL line per failed check.
 
-Usage: python check.py ROUTER FAKE_OPENCLAW REPO_DIR
+Usage: python check.py ROUTER FAKE_OPENCLAW REPO_DIR [--http]
 """
 
 import importlib.metadata
 import json
 import os
 import shlex
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import anyio
 
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 ROUTER, FAKE, REPO = sys.argv[1], sys.argv[2], sys.argv[3]
+HTTP = "--http" in sys.argv[4:]
 FAILED = []
 
 
@@ -47,12 +56,107 @@ def alive(pid):
         return False
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_server(params, extra_env=None):
+    """`mcp --http` on a port of its own; (process, base URL)."""
+    port = free_port()
+    env = dict(params.env, **(extra_env or {}))
+    proc = subprocess.Popen([params.command, *params.args, "--http", f"127.0.0.1:{port}"], env=env,
+                            stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("mcp --http did not start")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        check(False, "mcp --http stops on SIGTERM")
+
+
 async def session_for(params, body):
+    if HTTP:
+        proc, base = http_server(params)
+        try:
+            async with streamable_http_client(base + "/mcp") as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    init = await session.initialize()
+                    await body(session, init)
+        finally:
+            stop(proc)
+        return
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
                 init = await session.initialize()
                 await body(session, init)
+
+
+def post(url, body, headers=()):
+    """A raw POST; (status, headers, text)."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **dict(headers)})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.headers, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode(errors="replace")
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def http_rules():
+    """What sits in front of the SDK's transport, checked on the wire."""
+    params = server("--scenario", "reply")
+    proc, base = http_server(params)
+    try:
+        status, headers, _ = post(base + "/mcp", INITIALIZE)
+        check(status == 200 and headers.get("Mcp-Session-Id"), f"initialize over HTTP: {status}")
+        session = headers.get("Mcp-Session-Id")
+        status, _, _ = post(base + "/mcp", INITIALIZE, {"Origin": "http://evil.example"})
+        check(status == 403, f"a browser Origin is refused: {status}")
+        status, _, _ = post(base + "/mcp", INITIALIZE, {"Host": "evil.example"})
+        check(status in (403, 421), f"a foreign Host (DNS rebinding) is refused: {status}")
+        status, _, _ = post(base + "/other", INITIALIZE)
+        check(status == 404, f"only /mcp: {status}")
+        status, _, _ = post(base + "/mcp", b"{" + b" " * (17 << 20) + b"}")
+        check(status == 413, f"a body over the limit is refused: {status}")
+        request = urllib.request.Request(base + "/mcp", method="DELETE", headers={"Mcp-Session-Id": session})
+        with urllib.request.urlopen(request, timeout=10) as r:
+            check(r.status in (200, 202, 204), f"DELETE ends the session: {r.status}")
+        status, _, _ = post(base + "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                            {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        check(status == 404, f"an ended session is gone: {status}")
+    finally:
+        stop(proc)
+    # With a token: nothing without it.
+    proc, base = http_server(params, {"CLAWBOT_ROUTER_MCP_TOKEN": "http-test-token-42"})
+    try:
+        status, headers, _ = post(base + "/mcp", INITIALIZE)
+        check(status == 401 and headers.get("WWW-Authenticate") == "Bearer", f"no token: {status}")
+        status, _, _ = post(base + "/mcp", INITIALIZE, {"Authorization": "Bearer wrong"})
+        check(status == 401, f"a wrong token: {status}")
+        status, _, _ = post(base + "/mcp", INITIALIZE, {"Authorization": "Bearer http-test-token-42"})
+        check(status == 200, f"the token: {status}")
+    finally:
+        stop(proc)
 
 
 async def basics(session, init):
@@ -120,7 +224,9 @@ async def slow(session, init):
 
 
 async def main():
-    print("mcp", importlib.metadata.version("mcp"), flush=True)
+    print("mcp", importlib.metadata.version("mcp"), "over HTTP" if HTTP else "over stdio", flush=True)
+    if HTTP:
+        http_rules()
     await session_for(server("--scenario", "reply"), basics)
     await session_for(server("--scenario", "sleep", "--sleep", "2.5"), slow)
 

@@ -584,12 +584,13 @@ pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -
 }
 
 fn token(t: &crate::cli::BridgeToken) -> Result<String, String> {
-    super::secret(
-        t.token.as_deref(),
-        t.token_file.as_deref(),
-        "CLAWBOT_BRIDGE_TOKEN",
-        "the bridge token",
-    )
+    super::secret(&super::SecretSource {
+        flag: t.token.as_deref(),
+        file: t.token_file.as_deref(),
+        file_flag: "--token-file",
+        var: "CLAWBOT_BRIDGE_TOKEN",
+        what: "the bridge token",
+    })
 }
 
 async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Result<u8, String> {

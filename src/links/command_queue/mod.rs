@@ -448,12 +448,13 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         Ok(api) => api,
         Err(why) => return usage(why),
     };
-    let key = match super::secret(
-        args.key.as_deref(),
-        args.key_file.as_deref(),
-        "CLAWBOT_ROUTER_POLL_KEY",
-        "the API key",
-    ) {
+    let key = match super::secret(&super::SecretSource {
+        flag: args.key.as_deref(),
+        file: args.key_file.as_deref(),
+        file_flag: "--key-file",
+        var: "CLAWBOT_ROUTER_POLL_KEY",
+        what: "the API key",
+    }) {
         Ok(key) => key,
         Err(why) => return usage(why),
     };

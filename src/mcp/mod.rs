@@ -23,6 +23,8 @@
 //! (or is longer than 64 MiB) is answered with JSON-RPC's -32700, and
 //! notifications before `initialize` are dropped with a line on stderr.
 
+pub mod http;
+
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -55,8 +57,9 @@ struct Server {
     input_over: tokio_util::sync::CancellationToken,
 }
 
-/// Serves on stdio until end of input or a signal; the exit status.
-pub async fn serve(options: router::Options) -> u8 {
+/// Serves on stdio until end of input or a signal — or, with `http`, over
+/// Streamable HTTP until a signal; the exit status.
+pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     let Some(tool) = tool() else {
         eprintln!("[clawbot_router mcp] the tool declaration is not an object");
         return 1;
@@ -68,6 +71,9 @@ pub async fn serve(options: router::Options) -> u8 {
         input_over: input_over.clone(),
     };
     let interrupted = crate::app::interrupts();
+    if let Some(http) = http {
+        return http::serve(server, http, interrupted).await;
+    }
     let (input, output, writer) = frame_stdio(input_over);
     let running = match server.serve((input, output)).await {
         Ok(running) => running,

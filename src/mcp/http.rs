@@ -1,0 +1,243 @@
+//! `clawbot_router mcp --http ADDR`: the same server over MCP's Streamable
+//! HTTP transport (spec 2025-11-25: POST/GET/DELETE on one endpoint,
+//! `Mcp-Session-Id`, SSE for progress, `notifications/cancelled`), built
+//! on the official SDK's server transport (rmcp's `StreamableHttpService`),
+//! for hosts that speak only HTTP — and for a Windows host reaching a
+//! router inside WSL without a `wsl.exe` start per call.
+//!
+//! What sits in front of rmcp here: where it may listen (loopback; a
+//! private address only with a bearer token, since the token crosses the
+//! wire in plaintext; never every interface or a public address), the
+//! bearer token itself (constant-time), and the limits. `Host` and
+//! `Origin` are checked by rmcp against DNS rebinding: the hosts this
+//! server answers as, and no browser origin unless `--http-allow-origin`
+//! names it. Request bodies are bounded.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+
+/// The one endpoint.
+pub const PATH: &str = "/mcp";
+/// The largest request body (a 4 MiB message, escaped, and then some).
+const MAX_BODY: usize = 16 << 20;
+/// A connection that sends no complete request head within this is closed.
+const HEADER_WITHIN: Duration = Duration::from_secs(30);
+
+/// Where and how the server listens.
+pub struct Http {
+    pub listen: SocketAddr,
+    pub token: Option<String>,
+    pub origins: Vec<String>,
+}
+
+impl Http {
+    /// Checks `--http` and its token: loopback alone, or a private address
+    /// with a token.
+    pub fn new(listen: &str, token: Option<String>, origins: Vec<String>) -> Result<Self, String> {
+        let remote = token.is_some();
+        let listen = crate::links::listen_address(listen, remote, "the bearer token")
+            .map_err(|e| match (remote, e.contains("--allow-remote")) {
+                (false, true) => format!(
+                    "--http {listen}: anything but loopback needs a bearer token (CLAWBOT_ROUTER_MCP_TOKEN or --http-token-file)"
+                ),
+                _ => format!("--http: {e}"),
+            })?;
+        for origin in &origins {
+            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
+                return Err(format!(
+                    "--http-allow-origin {origin:?}: an origin is scheme://host[:port]"
+                ));
+            }
+        }
+        Ok(Self {
+            listen,
+            token,
+            origins,
+        })
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// Serves until `stop`; the exit status.
+pub(super) async fn serve(
+    server: Server,
+    http: Http,
+    stop: impl std::future::Future<Output = crate::router::Interrupt>,
+) -> u8 {
+    let listener = match TcpListener::bind(http.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("[clawbot_router mcp] cannot listen on {}: {e}", http.listen);
+            return 1;
+        }
+    };
+    let at = listener.local_addr().unwrap_or(http.listen);
+    let shutdown = CancellationToken::new();
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    if !at.ip().is_loopback() {
+        hosts.push(at.ip().to_string());
+    }
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_max_request_body_bytes(MAX_BODY);
+    config = if http.origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(http.origins.clone())
+    };
+    config.cancellation_token = shutdown.child_token();
+    let input_over = server.input_over.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token = http.token.map(Arc::new);
+    eprintln!(
+        "[clawbot_router mcp] serving MCP over Streamable HTTP at http://{at}{PATH}{}",
+        if token.is_some() {
+            " (bearer token required)"
+        } else {
+            ""
+        }
+    );
+    let connections = tokio_util::task::TaskTracker::new();
+    tokio::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            signal = &mut stop => {
+                eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
+                break;
+            }
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("[clawbot_router mcp] accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (service, token, shutdown) = (service.clone(), token.clone(), shutdown.clone());
+        connections.spawn(async move {
+            let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let mut service = service.clone();
+                let token = token.clone();
+                async move {
+                    if let Some(refusal) = refuse(&request, token.as_deref().map(String::as_str)) {
+                        return Ok::<_, std::convert::Infallible>(refusal);
+                    }
+                    use tower_service::Service;
+                    let delete = request.method() == hyper::Method::DELETE;
+                    let mut response = service.call(request).await?;
+                    // A session ended: 200, which both official clients
+                    // take as success (rmcp says 202; Python's SDK warns).
+                    if delete && response.status() == hyper::StatusCode::ACCEPTED {
+                        *response.status_mut() = hyper::StatusCode::OK;
+                    }
+                    Ok(response)
+                }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_WITHIN)
+                .serve_connection(TokioIo::new(stream), handler);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = &mut connection => {}
+                _ = shutdown.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+                }
+            }
+        });
+    }
+    // Every session's running calls see their requests cancelled and stop
+    // their trees; then the connections close.
+    shutdown.cancel();
+    input_over.cancel();
+    connections.close();
+    let _ = tokio::time::timeout(super::DRAIN + Duration::from_secs(5), connections.wait()).await;
+    0
+}
+
+/// The answer to a request that may not reach the server: the wrong path,
+/// or a missing or wrong bearer token.
+fn refuse(
+    request: &hyper::Request<Incoming>,
+    token: Option<&str>,
+) -> Option<hyper::Response<Body>> {
+    if request.uri().path() != PATH {
+        return Some(plain(404, &format!("the MCP endpoint is {PATH}"), None));
+    }
+    let expected = token?;
+    let given = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if crate::links::same_secret(given, expected) {
+        return None;
+    }
+    Some(plain(
+        401,
+        "a bearer token is required (Authorization: Bearer …)",
+        Some("Bearer"),
+    ))
+}
+
+fn plain(status: u16, text: &str, challenge: Option<&str>) -> hyper::Response<Body> {
+    let mut response = hyper::Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8");
+    if let Some(scheme) = challenge {
+        response = response.header(hyper::header::WWW_AUTHENTICATE, scheme);
+    }
+    response
+        .body(Full::new(Bytes::from(format!("{text}\n"))).boxed())
+        .expect("a plain response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_alone_or_a_private_address_with_a_token() {
+        assert!(Http::new("127.0.0.1:8931", None, vec![]).is_ok());
+        assert!(Http::new("[::1]:8931", None, vec![]).is_ok());
+        let e = Http::new("172.22.0.5:8931", None, vec![]).err().unwrap();
+        assert!(e.contains("needs a bearer token"), "{e}");
+        assert!(Http::new("172.22.0.5:8931", Some("t".into()), vec![]).is_ok());
+        let e = Http::new("0.0.0.0:8931", Some("t".into()), vec![])
+            .err()
+            .unwrap();
+        assert!(e.contains("every interface"), "{e}");
+        let e = Http::new("8.8.8.8:8931", Some("t".into()), vec![])
+            .err()
+            .unwrap();
+        assert!(e.contains("public address"), "{e}");
+        assert!(Http::new("nowhere", None, vec![]).is_err());
+        assert!(Http::new("127.0.0.1:1", None, vec!["evil.example".into()]).is_err());
+        assert!(Http::new("127.0.0.1:1", None, vec!["http://localhost:3000".into()]).is_ok());
+    }
+}
