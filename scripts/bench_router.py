@@ -4,7 +4,9 @@
 Usage: cargo build --release && python3 scripts/bench_router.py [--runs N]
 
 1. overhead: the router wrapping fake-openclaw vs running the fake directly
-   (target: <= 1 ms added).
+   (target: <= 1 ms added), beside GNU timeout doing the same; with
+   --baseline PATH, an older router binary too, in the same interleaved
+   runs (before/after).
 2. merged capture throughput: 1 GiB alternating stdout/stderr through the
    router vs `fake 2>&1 | cat > /dev/null` (target >= 0.8x), and the
    router's peak RSS meanwhile (target <= 16 MB).
@@ -40,18 +42,24 @@ def env_with(**kv):
     return env
 
 
-def overhead(runs):
+def overhead(runs, baseline=None):
     env = env_with(OPENCLAW_BIN=FAKE)
     argv = [FAKE, "agent", "--agent", "main", "--message", "hi"]
-    direct, routed, gnu = [], [], []
+    direct, routed, gnu, before = [], [], [], []
     for _ in range(runs):  # interleaved, so drift hits all sides alike
         direct.append(timed(argv))
         routed.append(timed([ROUTER, "-m", "hi"], env=env))
         gnu.append(timed(["timeout", "60"] + argv))
+        if baseline:
+            before.append(timed([baseline, "-m", "hi"], env=env))
     d, r, g = (statistics.median(x) for x in (direct, routed, gnu))
     print(f"overhead: direct {d*1e3:.2f} ms, via router {r*1e3:.2f} ms, "
           f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added; "
           f"for scale, GNU timeout adds {(g-d)*1e3:.2f} ms")
+    if baseline:
+        b = statistics.median(before)
+        print(f"overhead before/after: {baseline} adds {(b-d)*1e3:.2f} ms, this build "
+              f"{(r-d)*1e3:.2f} ms, GNU timeout {(g-d)*1e3:.2f} ms (same {runs} interleaved runs)")
     node = node_binary()
     if node:
         wrapper = os.path.join(ROOT, "scripts", "bench", "node_wrapper.js")
@@ -107,11 +115,12 @@ def kill_latency(runs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--baseline", help="an older clawbot_router binary to time beside this one (item 1)")
     args = ap.parse_args()
     for path in (ROUTER, FAKE):
         if not os.access(path, os.X_OK):
             sys.exit(f"{path} missing: run `cargo build --release` first")
-    overhead(max(args.runs * 10, 50))
+    overhead(max(args.runs * 10, 50), args.baseline)
     throughput(args.runs)
     kill_latency(args.runs)
 

@@ -24,6 +24,11 @@ pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
 
 /// Runs the program; returns the process exit code.
 pub async fn run(args: Vec<OsString>) -> u8 {
+    if is_a_call(&args)
+        && let Ok(cli) = crate::cli::CallCli::try_parse_from(&args)
+    {
+        return Box::pin(router_call(cli.call)).await;
+    }
     let raw = args.clone();
     match Cli::try_parse_from(&args) {
         Ok(Cli {
@@ -88,6 +93,14 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Ok(Cli { call, .. }) => Box::pin(router_call(call)).await,
         Err(e) => clap_error(e, &args),
     }
+}
+
+/// Whether the command line starts as a router call does: options, and
+/// not the ones that print help or the version.
+fn is_a_call(args: &[OsString]) -> bool {
+    args.get(1).and_then(|a| a.to_str()).is_some_and(|first| {
+        first.starts_with('-') && !matches!(first, "-h" | "--help" | "-V" | "--version")
+    })
 }
 
 /// The words after `node` on the command line.

@@ -23,6 +23,17 @@ pub struct Cli {
     pub call: CallArgs,
 }
 
+/// The router call alone — what nearly every invocation is — parsed
+/// without building every subcommand's arguments (that was a quarter of
+/// the instructions a call spent starting). Anything it does not take goes
+/// to [`Cli`], which says it in its own words.
+#[derive(Debug, Parser)]
+#[command(name = "clawbot_router", version)]
+pub struct CallCli {
+    #[command(flatten)]
+    pub call: CallArgs,
+}
+
 // Parsed once per process: the size of the node's variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
