@@ -46,7 +46,8 @@ pub enum Command {
     /// Serve this machine to an OpenClaw gateway as a node (or manage the
     /// node's service: install, status, …).
     Node(NodeCommand),
-    /// Serve the tool over the Model Context Protocol on stdio.
+    /// Serve the tool over the Model Context Protocol on stdio (or, with
+    /// --http, over Streamable HTTP).
     Mcp(McpArgs),
     /// Serve this machine's tools to coding-agent sessions over the bridge
     /// WebSocket of seed 004 (or, `bridge send`, hand one of them a message).

@@ -463,27 +463,53 @@ fn raw_http(port: u16, request: &str) -> (String, String) {
     (status.to_owned(), rest.to_owned())
 }
 
+/// `mcp --http` on a port of its own, stopped (KILL) if a test fails.
+struct HttpServer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start(env: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = router()
+            .env("OPENCLAW_BIN", FAKE)
+            .envs(env.iter().copied())
+            .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "mcp --http did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string()
+}
+
 #[test]
 fn http_answers_initialize_and_refuses_browsers_strangers_and_other_paths() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = router()
-        .env("OPENCLAW_BIN", FAKE)
-        .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "mcp --http did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
-    .to_string();
+    let mut http = HttpServer::start(&[]);
+    let port = http.port;
+    let body = initialize_body();
     let post = |extra: &str, path: &str| {
         raw_http(
             port,
@@ -519,15 +545,55 @@ fn http_answers_initialize_and_refuses_browsers_strangers_and_other_paths() {
     assert!(post("", "/elsewhere").0.contains(" 404"));
     // SIGTERM: stops, exit 0.
     unsafe {
-        libc::kill(server.id() as i32, libc::SIGTERM);
+        libc::kill(http.child.id() as i32, libc::SIGTERM);
     }
     let deadline = Instant::now() + Duration::from_secs(15);
     let code = loop {
-        if let Some(status) = server.try_wait().unwrap() {
+        if let Some(status) = http.child.try_wait().unwrap() {
             break status.code();
         }
         assert!(Instant::now() < deadline, "mcp --http did not stop");
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(0));
+}
+
+#[test]
+fn http_with_a_token_takes_no_request_without_it() {
+    let http = HttpServer::start(&[("CLAWBOT_ROUTER_MCP_TOKEN", "raw-http-token-7")]);
+    let body = initialize_body();
+    let post = |auth: &str| {
+        raw_http(
+            http.port,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                http.port,
+                body.len()
+            ),
+        )
+    };
+    let (status, rest) = post("");
+    assert!(status.contains(" 401"), "{status}");
+    assert!(
+        rest.to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{rest}"
+    );
+    assert!(post("Authorization: Bearer wrong\r\n").0.contains(" 401"));
+    assert!(
+        post("Authorization: raw-http-token-7\r\n")
+            .0
+            .contains(" 401")
+    );
+    assert!(
+        post("Authorization: Bearer raw-http-token-7\r\n")
+            .0
+            .contains(" 200")
+    );
+    // The scheme's name is case-insensitive.
+    assert!(
+        post("Authorization: bearer raw-http-token-7\r\n")
+            .0
+            .contains(" 200")
+    );
 }

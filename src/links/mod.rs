@@ -46,7 +46,9 @@ pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
     };
     let text = text.trim();
     if text.is_empty() {
-        return Err(format!("no {what}: set {var} or give {file_flag} FILE"));
+        return Err(format!(
+            "{what} is missing: set {var} or give {file_flag} FILE"
+        ));
     }
     Ok(text.to_owned())
 }

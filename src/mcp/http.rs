@@ -34,6 +34,12 @@ pub const PATH: &str = "/mcp";
 const MAX_BODY: usize = 16 << 20;
 /// A connection that sends no complete request head within this is closed.
 const HEADER_WITHIN: Duration = Duration::from_secs(30);
+/// A request body must keep coming: this long at most between its pieces,
+/// and [`BODY_WITHIN`] in all.
+const BODY_GAP: Duration = Duration::from_secs(30);
+const BODY_WITHIN: Duration = Duration::from_secs(120);
+/// Connections served at once; more wait to be accepted.
+const MAX_CONNECTIONS: usize = 128;
 
 /// Where and how the server listens.
 pub struct Http {
@@ -46,14 +52,13 @@ impl Http {
     /// Checks `--http` and its token: loopback alone, or a private address
     /// with a token.
     pub fn new(listen: &str, token: Option<String>, origins: Vec<String>) -> Result<Self, String> {
-        let remote = token.is_some();
-        let listen = crate::links::listen_address(listen, remote, "the bearer token")
-            .map_err(|e| match (remote, e.contains("--allow-remote")) {
-                (false, true) => format!(
-                    "--http {listen}: anything but loopback needs a bearer token (CLAWBOT_ROUTER_MCP_TOKEN or --http-token-file)"
-                ),
-                _ => format!("--http: {e}"),
-            })?;
+        let listen = crate::links::listen_address(listen, true, "the bearer token")
+            .map_err(|e| format!("--http: {e}"))?;
+        if token.is_none() && !listen.ip().is_loopback() {
+            return Err(format!(
+                "--http {listen}: anything but loopback needs a bearer token (CLAWBOT_ROUTER_MCP_TOKEN or --http-token-file)"
+            ));
+        }
         for origin in &origins {
             if !(origin.starts_with("http://") || origin.starts_with("https://")) {
                 return Err(format!(
@@ -103,12 +108,21 @@ pub(super) async fn serve(
         config.with_allowed_origins(http.origins.clone())
     };
     config.cancellation_token = shutdown.child_token();
-    let input_over = server.input_over.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
+    let server = Server {
+        ending: "the server stopping",
+        ..server
+    };
+    let (input_over, calls) = (server.input_over.clone(), server.calls.clone());
+    let grace = server.options.grace;
+    // A session whose call runs without progress reports is not idle: it
+    // lives at least as long as the longest call may.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(
+        (server.options.timeout + grace + Duration::from_secs(60)).max(Duration::from_secs(300)),
     );
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let token = http.token.map(Arc::new);
     eprintln!(
         "[clawbot_router mcp] serving MCP over Streamable HTTP at http://{at}{PATH}{}",
@@ -121,6 +135,13 @@ pub(super) async fn serve(
     let connections = tokio_util::task::TaskTracker::new();
     tokio::pin!(stop);
     loop {
+        let slot = tokio::select! {
+            signal = &mut stop => {
+                eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
+                break;
+            }
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("never closed"),
+        };
         let (stream, _) = tokio::select! {
             signal = &mut stop => {
                 eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
@@ -138,6 +159,7 @@ pub(super) async fn serve(
         let _ = stream.set_nodelay(true);
         let (service, token, shutdown) = (service.clone(), token.clone(), shutdown.clone());
         connections.spawn(async move {
+            let _slot = slot;
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let mut service = service.clone();
                 let token = token.clone();
@@ -147,6 +169,7 @@ pub(super) async fn serve(
                     }
                     use tower_service::Service;
                     let delete = request.method() == hyper::Method::DELETE;
+                    let request = request.map(Deadline::new);
                     let mut response = service.call(request).await?;
                     // A session ended: 200, which both official clients
                     // take as success (rmcp says 202; Python's SDK warns).
@@ -170,13 +193,68 @@ pub(super) async fn serve(
             }
         });
     }
-    // Every session's running calls see their requests cancelled and stop
-    // their trees; then the connections close.
-    shutdown.cancel();
+    drop(listener);
+    // Running calls stop first — their trees through TERM, grace, KILL —
+    // and answer; then the sessions end and the connections close.
     input_over.cancel();
+    calls.close();
+    let _ = tokio::time::timeout(grace + Duration::from_secs(2), calls.wait()).await;
+    shutdown.cancel();
     connections.close();
     let _ = tokio::time::timeout(super::DRAIN + Duration::from_secs(5), connections.wait()).await;
     0
+}
+
+/// A request body that must keep coming: [`BODY_GAP`] at most between its
+/// pieces, [`BODY_WITHIN`] in all (the head has its own timeout in hyper).
+struct Deadline {
+    body: Incoming,
+    gap: std::pin::Pin<Box<tokio::time::Sleep>>,
+    all: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Deadline {
+    fn new(body: Incoming) -> Self {
+        Self {
+            body,
+            gap: Box::pin(tokio::time::sleep(BODY_GAP)),
+            all: Box::pin(tokio::time::sleep(BODY_WITHIN)),
+        }
+    }
+}
+
+impl hyper::body::Body for Deadline {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                this.gap
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + BODY_GAP);
+                return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+            }
+            Poll::Pending => {}
+        }
+        if this.gap.as_mut().poll(cx).is_ready() || this.all.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err("the request body stopped coming".into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// The answer to a request that may not reach the server: the wrong path,
@@ -189,12 +267,14 @@ fn refuse(
         return Some(plain(404, &format!("the MCP endpoint is {PATH}"), None));
     }
     let expected = token?;
+    // The scheme's name is case-insensitive (RFC 9110 §11.1).
     let given = request
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map_or("", |(_, token)| token.trim());
     if crate::links::same_secret(given, expected) {
         return None;
     }

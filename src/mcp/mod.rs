@@ -55,6 +55,10 @@ struct Server {
     /// Fired when input ended and running calls had their time: they stop
     /// and answer, rather than vanish with the session.
     input_over: tokio_util::sync::CancellationToken,
+    /// Why `input_over` fired, as a stopped call's answer says it.
+    ending: &'static str,
+    /// The calls running now (the HTTP server waits for them to answer).
+    calls: tokio_util::task::TaskTracker,
 }
 
 /// Serves on stdio until end of input or a signal — or, with `http`, over
@@ -69,6 +73,8 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
         options,
         tool,
         input_over: input_over.clone(),
+        ending: "end of input",
+        calls: tokio_util::task::TaskTracker::new(),
     };
     let interrupted = crate::app::interrupts();
     if let Some(http) = http {
@@ -164,8 +170,10 @@ impl ServerHandler for Server {
             activity: Some(activity.clone()),
             ..self.options.clone()
         };
+        let _running = self.calls.token();
         let cancelled = context.ct.clone();
         let input_over = self.input_over.clone();
+        let ending = self.ending;
         let cancel = async move {
             tokio::select! {
                 _ = cancelled.cancelled() => Interrupt {
@@ -173,7 +181,7 @@ impl ServerHandler for Server {
                     number: 0,
                 },
                 _ = input_over.cancelled() => Interrupt {
-                    name: "end of input",
+                    name: ending,
                     number: 0,
                 },
             }

@@ -84,7 +84,9 @@ async function withServer(scenario, body) {
     try {
       await body(client, transport);
     } finally {
-      await transport.terminateSession().catch(() => {});
+      let ended = true;
+      await transport.terminateSession().catch(() => (ended = false));
+      check(ended, "DELETE ends the session (terminateSession)");
       await client.close();
     }
   } finally {
