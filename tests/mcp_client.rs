@@ -56,35 +56,29 @@ fn python() -> String {
 
 const CHECK_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client/check.py");
 
+/// The Python client's checks, with `extra` after its usual arguments.
+fn python_checks(extra: &[&str]) {
+    let python = python();
+    let mut args = vec![
+        CHECK_PY,
+        common::ROUTER,
+        common::FAKE,
+        env!("CARGO_MANIFEST_DIR"),
+    ];
+    args.extend(extra);
+    checks(&python, &args);
+}
+
 #[test]
 #[ignore = "needs the Python MCP client: scripts/e2e.sh (or CLAWBOT_MCP_PYTHON=$(scripts/mcp-client.sh))"]
 fn the_official_python_client_drives_the_server() {
-    let python = python();
-    checks(
-        &python,
-        &[
-            CHECK_PY,
-            common::ROUTER,
-            common::FAKE,
-            env!("CARGO_MANIFEST_DIR"),
-        ],
-    );
+    python_checks(&[]);
 }
 
 #[test]
 #[ignore = "needs the Python MCP client: scripts/e2e.sh (or CLAWBOT_MCP_PYTHON=$(scripts/mcp-client.sh))"]
 fn the_official_python_client_drives_the_server_over_streamable_http() {
-    let python = python();
-    checks(
-        &python,
-        &[
-            CHECK_PY,
-            common::ROUTER,
-            common::FAKE,
-            env!("CARGO_MANIFEST_DIR"),
-            "--http",
-        ],
-    );
+    python_checks(&["--http"]);
 }
 
 #[test]
