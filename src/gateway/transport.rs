@@ -304,19 +304,7 @@ async fn connect(
     seen: &Seen,
 ) -> Result<Ws, WireError> {
     let target = precheck(url, trust)?;
-    let tcp = TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| {
-            WireError::Transport(format!("cannot reach {}:{}: {e}", target.host, target.port))
-        })?;
-    // Small frames must leave at once: Nagle plus delayed ACKs add tens of
-    // milliseconds to a round trip.
-    let _ = tcp.set_nodelay(true);
-    let stream = if target.tls {
-        MaybeTlsStream::Rustls(handshake(tcp, &target, trust, seen).await?)
-    } else {
-        MaybeTlsStream::Plain(tcp)
-    };
+    let stream = open_stream(&target, trust, seen).await?;
     let (ws, _) = tokio_tungstenite::client_async_with_config(url, stream, Some(config))
         .await
         .map_err(|e| match e {
@@ -328,7 +316,29 @@ async fn connect(
     Ok(ws)
 }
 
-pub(crate) async fn handshake(
+/// The TCP connection to `target`, and TLS over it when it is `tls`: the
+/// byte stream the gateway's WebSocket and the links' HTTP both run on.
+pub async fn open_stream(
+    target: &Target,
+    trust: &Trust,
+    seen: &Seen,
+) -> Result<MaybeTlsStream<TcpStream>, WireError> {
+    let tcp = TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| {
+            WireError::Transport(format!("cannot reach {}:{}: {e}", target.host, target.port))
+        })?;
+    // Small frames must leave at once: Nagle plus delayed ACKs add tens of
+    // milliseconds to a round trip.
+    let _ = tcp.set_nodelay(true);
+    Ok(if target.tls {
+        MaybeTlsStream::Rustls(handshake(tcp, target, trust, seen).await?)
+    } else {
+        MaybeTlsStream::Plain(tcp)
+    })
+}
+
+async fn handshake(
     tcp: TcpStream,
     target: &Target,
     trust: &Trust,

@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
+use tokio_tungstenite::MaybeTlsStream;
 
 use crate::gateway::transport::{self, Target, Trust};
 
@@ -181,16 +182,9 @@ impl Service {
             })
     }
 
-    async fn connect(&self) -> Result<TokioIo<Stream>, String> {
-        let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port))
-            .await
-            .map_err(|e| format!("cannot reach {}: {e}", self.shown))?;
-        let _ = tcp.set_nodelay(true);
-        if !self.target.tls {
-            return Ok(TokioIo::new(Stream::Plain(tcp)));
-        }
+    async fn connect(&self) -> Result<TokioIo<MaybeTlsStream<TcpStream>>, String> {
         let seen = transport::Seen::default();
-        let tls = transport::handshake(tcp, &self.target, &Trust::default(), &seen)
+        let stream = transport::open_stream(&self.target, &Trust::default(), &seen)
             .await
             .map_err(|e| match e.to_string() {
                 // The gateway's hint names a flag the links do not have.
@@ -200,7 +194,7 @@ impl Service {
                 ),
                 m => m,
             })?;
-        Ok(TokioIo::new(Stream::Tls(Box::new(tls))))
+        Ok(TokioIo::new(stream))
     }
 }
 
@@ -251,58 +245,6 @@ pub async fn read_all(mut body: Incoming, max: usize) -> Result<Vec<u8>, String>
         }
     }
     Ok(bytes)
-}
-
-/// TCP or TLS, as one type for hyper.
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
-
-impl tokio::io::AsyncRead for Stream {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for Stream {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => std::pin::Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
 }
 
 #[cfg(test)]
