@@ -481,19 +481,12 @@ impl Tools {
                 (call, work, true)
             }
         };
-        let verdict = if inv.gate == policy::Gate::Ours {
-            cancellable(
-                &inv.cancel,
-                self.policy.decide_granted(&call, inv.timeout, grant),
-            )
-            .await?
-        } else {
-            cancellable(
-                &inv.cancel,
-                self.policy.decide_gated(&call, inv.timeout, inv.gate),
-            )
-            .await?
-        };
+        let verdict = cancellable(
+            &inv.cancel,
+            self.policy
+                .decide_gated(&call, inv.timeout, inv.gate, grant),
+        )
+        .await?;
         *decision = Some(verdict.clone());
         if !matches!(verdict, Decision::Allowed(_)) {
             return Err(refusal(verdict, command));

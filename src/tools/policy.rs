@@ -330,12 +330,20 @@ impl Policy {
 
     /// Decides `call` under what the remote side said of it (`gate`): the
     /// stricter of the two wins, and the forbidden rules always stand.
-    pub async fn decide_gated(&self, call: &Call, wait: Duration, gate: Gate) -> Decision {
+    /// (`grant`: a gateway operator's approval, which only our own gate
+    /// can carry.)
+    pub async fn decide_gated(
+        &self,
+        call: &Call,
+        wait: Duration,
+        gate: Gate,
+        grant: Option<super::approvals::Grant>,
+    ) -> Decision {
         if let Some(refusal) = self.forbidden(call) {
             return refusal;
         }
         match gate {
-            Gate::Ours => self.decide(call, wait).await,
+            Gate::Ours => self.decide_granted(call, wait, grant).await,
             Gate::Risky => {
                 let call = Call {
                     risk: Risk::Risky,
@@ -456,7 +464,9 @@ impl Policy {
 
     fn key(&self, call: &Call) -> Remembered {
         Remembered {
-            asker: (self.asker != "OpenClaw").then(|| self.asker.clone()),
+            // The node's own answers (those a gateway stands behind) keep
+            // the shape they had before links existed.
+            asker: (!self.gateway).then(|| self.asker.clone()),
             command: call.command.clone(),
             exec: call.exec.clone(),
         }
@@ -638,23 +648,30 @@ mod tests {
         // Risky: a read then needs what a write needs.
         let deny = linked(Mode::Deny, &[], &[]);
         assert!(allowed(
-            &deny.decide_gated(&read_call(), wait, Gate::Ours).await
+            &deny
+                .decide_gated(&read_call(), wait, Gate::Ours, None)
+                .await
         ));
         assert!(!allowed(
-            &deny.decide_gated(&read_call(), wait, Gate::Risky).await
+            &deny
+                .decide_gated(&read_call(), wait, Gate::Risky, None)
+                .await
         ));
         // Headless stands in for the human, never for --approval deny or
         // a forbidden rule, and never for a program.
         assert!(!allowed(
-            &deny.decide_gated(&write_call(), wait, Gate::Headless).await
+            &deny
+                .decide_gated(&write_call(), wait, Gate::Headless, None)
+                .await
         ));
         let ask = linked(Mode::Ask, &[], &["claude.Bash"]);
         assert_eq!(
-            ask.decide_gated(&write_call(), wait, Gate::Headless).await,
+            ask.decide_gated(&write_call(), wait, Gate::Headless, None)
+                .await,
             Decision::Allowed("headless")
         );
         assert!(!allowed(
-            &ask.decide_gated(&exec_call(&["ls"]), wait, Gate::Headless)
+            &ask.decide_gated(&exec_call(&["ls"]), wait, Gate::Headless, None)
                 .await
         ));
         let forbidden = Call {
@@ -663,18 +680,24 @@ mod tests {
             ..write_call()
         };
         for gate in [Gate::Ours, Gate::Risky, Gate::Headless, Gate::Human] {
-            let d = ask.decide_gated(&forbidden, wait, gate).await;
+            let d = ask.decide_gated(&forbidden, wait, gate, None).await;
             assert_eq!(refusal_code(&d), Some("FORBIDDEN"), "{gate:?}");
         }
         // Human: no pre-approval, no --approval allow stands in.
         let allow = linked(Mode::Allow, &["write_file"], &[]);
         assert!(allowed(
-            &allow.decide_gated(&write_call(), wait, Gate::Risky).await
+            &allow
+                .decide_gated(&write_call(), wait, Gate::Risky, None)
+                .await
         ));
-        let d = allow.decide_gated(&write_call(), wait, Gate::Human).await;
+        let d = allow
+            .decide_gated(&write_call(), wait, Gate::Human, None)
+            .await;
         assert_eq!(refusal_code(&d), Some("APPROVAL_REQUIRED"));
         assert!(!allowed(
-            &allow.decide_gated(&read_call(), wait, Gate::Human).await
+            &allow
+                .decide_gated(&read_call(), wait, Gate::Human, None)
+                .await
         ));
     }
 
@@ -684,15 +707,21 @@ mod tests {
         let node = policy(Mode::Deny, &[], &[], dir.path());
         node.remember(&write_call());
         assert!(node.is_remembered(&write_call()));
-        let link = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The bridged agent");
+        let link = policy(Mode::Deny, &[], &[], dir.path())
+            .asked_by("The bridged agent")
+            .without_gateway();
         assert!(
             !link.is_remembered(&write_call()),
             "the node's answer is not the link's"
         );
         link.remember(&write_call());
-        let again = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The bridged agent");
+        let again = policy(Mode::Deny, &[], &[], dir.path())
+            .asked_by("The bridged agent")
+            .without_gateway();
         assert!(again.is_remembered(&write_call()));
-        let other = policy(Mode::Deny, &[], &[], dir.path()).asked_by("The cloud command queue");
+        let other = policy(Mode::Deny, &[], &[], dir.path())
+            .asked_by("The cloud command queue")
+            .without_gateway();
         assert!(!other.is_remembered(&write_call()));
     }
 
