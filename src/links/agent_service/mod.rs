@@ -264,7 +264,9 @@ impl Chat {
             };
         }
         let mut parser = sse::Parser::default();
-        let mut deltas = String::new();
+        // The streamed text, to compare with the final; None once it grew
+        // past MAX_DELTAS (the final is then not printed again).
+        let mut deltas = Some(String::new());
         let mut failed = false;
         let tasks = tokio_util::task::TaskTracker::new();
         let cancel = stop.child_token();
@@ -293,7 +295,7 @@ impl Chat {
                 match self.event(&event, &mut deltas, &tasks, &cancel) {
                     Some(Step::Final(text)) => {
                         // The final text, unless the deltas already said it.
-                        if text != deltas && deltas != "\0" {
+                        if deltas.as_ref().is_some_and(|d| *d != text) {
                             self.end_line();
                             self.print(&text);
                         }
@@ -333,7 +335,7 @@ impl Chat {
     fn event(
         self: &Arc<Self>,
         event: &sse::Event,
-        deltas: &mut String,
+        deltas: &mut Option<String>,
         tasks: &tokio_util::task::TaskTracker,
         cancel: &CancellationToken,
     ) -> Option<Step> {
@@ -350,12 +352,11 @@ impl Chat {
         match event.name.as_str() {
             "assistant.delta" => {
                 let text = data["text"].as_str().unwrap_or_default();
-                if deltas.len() + text.len() <= MAX_DELTAS {
-                    deltas.push_str(text);
-                } else {
-                    // Too long to compare: the final text is not printed.
-                    deltas.clear();
-                    deltas.push('\0');
+                if let Some(d) = deltas {
+                    d.push_str(text);
+                    if d.len() > MAX_DELTAS {
+                        *deltas = None;
+                    }
                 }
                 self.print(text);
                 None

@@ -29,7 +29,7 @@ struct Session {
 pub struct Hub {
     sessions: Mutex<HashMap<String, Session>>,
     buffer: usize,
-    next: Mutex<u64>,
+    next: std::sync::atomic::AtomicU64,
 }
 
 impl Hub {
@@ -42,7 +42,7 @@ impl Hub {
                     .collect(),
             ),
             buffer,
-            next: Mutex::new(0),
+            next: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -55,11 +55,7 @@ impl Hub {
         out: mpsc::Sender<Message>,
         cancel: CancellationToken,
     ) -> Option<(u64, Vec<Out>)> {
-        let id = {
-            let mut next = self.next.lock().unwrap();
-            *next += 1;
-            *next
-        };
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut sessions = self.sessions.lock().unwrap();
         let state = sessions.get_mut(session)?;
         if let Some(old) = state.bound.replace(Binding { id, out, cancel }) {

@@ -79,6 +79,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         options,
         tools,
         hub,
+        tasks: tokio_util::task::TaskTracker::new(),
     });
     loop {
         tokio::select! {
@@ -88,7 +89,8 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
                     let _ = stream.set_nodelay(true);
                     let shared = Arc::clone(&shared);
                     let stop = stop.child_token();
-                    tokio::spawn(async move { connection(shared, stream, peer, stop).await });
+                    let tasks = shared.tasks.clone();
+                    tasks.spawn(async move { connection(shared, stream, peer, stop).await });
                 }
                 Err(e) => {
                     say(&format!("accept failed: {e}"));
@@ -98,9 +100,15 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         }
     }
     say("stopping: calls in flight are cancelled");
-    // Connections see the stop through their child tokens; give their
-    // tools a moment to stop their trees.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Connections see the stop through their child tokens; their calls
+    // stop their trees (TERM, grace, KILL) and end.
+    shared.tasks.close();
+    if tokio::time::timeout(Duration::from_secs(15), shared.tasks.wait())
+        .await
+        .is_err()
+    {
+        say("calls still stopping after 15 s; leaving");
+    }
     crate::node::log::flush_log();
     0
 }
@@ -109,6 +117,9 @@ struct Shared {
     options: Options,
     tools: Arc<Tools>,
     hub: Arc<Hub>,
+    /// Every connection and every call or question it started: the bridge
+    /// stops when they have.
+    tasks: tokio_util::task::TaskTracker,
 }
 
 /// The WebSocket upgrade: only the seed's path, and never from a web page
@@ -465,7 +476,7 @@ impl Link {
             self.shared.options.tool_timeout,
         );
         let out = self.out.clone();
-        tokio::spawn(async move {
+        self.shared.tasks.spawn(async move {
             let frame = frame.await;
             let _ = out.send(Message::text(frame.text())).await;
         });

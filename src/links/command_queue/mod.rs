@@ -52,7 +52,6 @@ struct Poller {
     node: Mutex<Option<String>>,
     seen: Mutex<(HashSet<String>, VecDeque<String>)>,
     slots: Arc<Semaphore>,
-    running: std::sync::atomic::AtomicUsize,
     completed: std::sync::atomic::AtomicU64,
     started: Instant,
 }
@@ -163,7 +162,7 @@ impl Poller {
     /// server's answer carries none).
     async fn beat(&self, node: &str, first: bool) -> Result<Vec<Value>, Trouble> {
         use std::sync::atomic::Ordering::Relaxed;
-        let running = self.running.load(Relaxed);
+        let running = self.running();
         let mut body = json!({
             "status": if running > 0 { "busy" } else { "online" },
             "runtimeStats": {
@@ -268,58 +267,71 @@ impl Poller {
             _ = stop.cancelled() => return,
         };
         let Ok(_slot) = slot else { return };
-        self.running.fetch_add(1, Relaxed);
-        let id = cmd.id.clone();
-        let base = format!("/v1/nodes/{node}/commands/{id}");
         let body = match cmd.work(self.options.headless) {
             Err(why) => command::failed(&why),
-            Ok(work) => match self
-                .call(Method::POST, &format!("{base}/start"), None)
-                .await
-            {
-                // Gone, taken elsewhere, or the node unknown: not ours to run.
-                Err(e @ Failure::Status(401 | 404 | 409, _)) => {
-                    say(&format!("command {id} cannot be started ({e}); skipped"));
-                    if let Failure::Status(401, _) = e {
-                        self.forget(&node);
-                    }
-                    self.running.fetch_sub(1, Relaxed);
-                    return;
-                }
-                started => {
-                    if let Err(e) = started {
-                        say(&format!(
-                            "command {id}: start not acknowledged ({e}); running it anyway"
-                        ));
-                    }
-                    let progress = json!({"level": "info", "message": format!("Started filesystem.{}", work.tool), "data": null});
-                    let _ = self
-                        .call(Method::POST, &format!("{base}/progress"), Some(&progress))
-                        .await;
-                    let params = work.params.to_string();
-                    let (outcome, decision) = self
-                        .tools
-                        .invoke(Invocation {
-                            id: &id,
-                            command: work.tool,
-                            params_json: Some(&params),
-                            // The seed's approval timeout; the file work is quick.
-                            timeout: work.approval_wait,
-                            max_bytes: MAX_OUTPUT,
-                            cancel: stop.child_token(),
-                            tap: None,
-                            agent: None,
-                            gate: work.gate,
-                        })
-                        .await;
-                    say(&format!("command {id} ({}) → {decision}", work.tool));
-                    command::completion(work.tool, outcome)
-                }
+            Ok(work) => match self.execute(&node, &cmd.id, work, &stop).await {
+                Some(body) => body,
+                None => return,
             },
         };
-        self.complete(&node, &id, body).await;
+        self.complete(&node, &cmd.id, body).await;
         self.completed.fetch_add(1, Relaxed);
-        self.running.fetch_sub(1, Relaxed);
+    }
+
+    /// start, a progress line, our tool: the body of `complete`, or None
+    /// when the command is not ours to run after all.
+    async fn execute(
+        &self,
+        node: &str,
+        id: &str,
+        work: command::Work,
+        stop: &CancellationToken,
+    ) -> Option<Value> {
+        let base = format!("/v1/nodes/{node}/commands/{id}");
+        match self
+            .call(Method::POST, &format!("{base}/start"), None)
+            .await
+        {
+            // Gone, taken elsewhere, or the node unknown: not ours to run.
+            Err(e @ Failure::Status(401 | 404 | 409, _)) => {
+                say(&format!("command {id} cannot be started ({e}); skipped"));
+                if let Failure::Status(401, _) = e {
+                    self.forget(node);
+                }
+                return None;
+            }
+            Err(e) => say(&format!(
+                "command {id}: start not acknowledged ({e}); running it anyway"
+            )),
+            Ok(_) => {}
+        }
+        let progress = json!({"level": "info", "message": format!("Started filesystem.{}", work.tool), "data": null});
+        let _ = self
+            .call(Method::POST, &format!("{base}/progress"), Some(&progress))
+            .await;
+        let params = work.params.to_string();
+        let (outcome, decision) = self
+            .tools
+            .invoke(Invocation {
+                id,
+                command: work.tool,
+                params_json: Some(&params),
+                // The seed's approval timeout; the file work is quick.
+                timeout: work.approval_wait,
+                max_bytes: MAX_OUTPUT,
+                cancel: stop.child_token(),
+                tap: None,
+                agent: None,
+                gate: work.gate,
+            })
+            .await;
+        say(&format!("command {id} ({}) → {decision}", work.tool));
+        Some(command::completion(work.tool, outcome))
+    }
+
+    /// Commands running now: the slots taken.
+    fn running(&self) -> usize {
+        PARALLEL - self.slots.available_permits()
     }
 }
 
@@ -348,7 +360,6 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         node: Mutex::new(None),
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
         slots: Arc::new(Semaphore::new(PARALLEL)),
-        running: Default::default(),
         completed: Default::default(),
         started: Instant::now(),
     });
@@ -373,8 +384,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             Ok((node, commands)) => {
                 failures = 0;
                 told.clear();
-                let busy = !commands.is_empty()
-                    || poller.running.load(std::sync::atomic::Ordering::Relaxed) > 0;
+                let busy = !commands.is_empty() || poller.running() > 0;
                 for raw in commands {
                     let Some(id) = raw["id"].as_str().filter(|id| is_id(id)) else {
                         // Said once per such command, however often offered.

@@ -100,14 +100,14 @@ impl Servers {
         let slots: Vec<Arc<Slot>> = configs
             .into_iter()
             .map(|c| {
+                let cwd = c
+                    .cwd
+                    .map_or_else(|| workspace.to_path_buf(), |d| workspace.join(d));
                 Arc::new(Slot {
                     launch: Launch {
-                        program: crate::runner::find_program(&c.program).into(),
+                        program: crate::runner::find_program(&c.program, Some(&cwd)).into(),
                         args: c.args.into_iter().map(Into::into).collect(),
-                        cwd: Some(
-                            c.cwd
-                                .map_or_else(|| workspace.to_path_buf(), |d| workspace.join(d)),
-                        ),
+                        cwd: Some(cwd),
                         env: c
                             .env
                             .into_iter()
