@@ -90,6 +90,13 @@ pub fn locate(
     let distro = distro.map(str::trim).filter(|d| !d.is_empty());
     let mut want_wsl = wsl || distro.is_some();
     let words = match words {
+        // Windows: `npx` or `openclaw` is an npm `.cmd` shim, which
+        // CreateProcess does not find by that name (a `.cmd` found is then
+        // known to need the message file).
+        Some(mut words) if !want_wsl => {
+            words[0] = crate::runner::find_program(&words[0], None);
+            words
+        }
         Some(words) => words,
         None if want_wsl => vec!["openclaw".to_owned()],
         None => match which::which("openclaw") {
@@ -101,13 +108,6 @@ pub fn locate(
             Err(_) => return Err(LocateError::NotFound),
         },
     };
-    // Windows: `npx` or `openclaw` is an npm `.cmd` shim, which
-    // CreateProcess does not find by that name (a `.cmd` found is then
-    // known to need the message file).
-    let mut words = words;
-    if !want_wsl {
-        words[0] = crate::runner::find_program(&words[0]);
-    }
     let wsl = want_wsl.then(|| Wsl {
         exe: which::which("wsl.exe")
             .map(OsString::from)
@@ -237,7 +237,6 @@ impl Launcher {
 pub enum BuildError {
     #[error("cannot write the temporary message file: {0}")]
     MessageFile(io::Error),
-    /// An argument of a `.cmd`/`.bat` launch holds `%`.
     /// The agent or destination holds what cmd.exe or PowerShell would act on.
     #[error(
         "{arg:?} holds characters cmd.exe or PowerShell would act on, and openclaw runs through {program} here (only letters, digits and ._:+@- can pass)"
@@ -264,8 +263,8 @@ fn is_shell_like(program: &str) -> bool {
     matches!(ext, "cmd" | "bat") || matches!(stem, "cmd" | "powershell" | "pwsh")
 }
 
-/// An agent id or destination no shell acts on.
-fn is_plain(value: &str) -> bool {
+/// A word no shell acts on (an agent id, a destination, a session key).
+pub(crate) fn is_plain(value: &str) -> bool {
     value
         .chars()
         .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | ':' | '+' | '@' | '-'))

@@ -129,10 +129,7 @@ impl Session {
         if key.chars().count() > MAX_SESSION_KEY {
             return Err(SessionProblem::TooLong);
         }
-        if !key
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '+' | '-'))
-        {
+        if !command::is_plain(&key) {
             return Err(SessionProblem::NotPlain);
         }
         if let Some(rest) = key.strip_prefix("agent:") {

@@ -40,7 +40,7 @@ pub use tap::{Tap, Tapped};
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -514,12 +514,17 @@ pub fn split_words(text: &str) -> Result<Vec<String>, String> {
 
 /// The program a command's first word names, as spawning will need it: on
 /// Windows found through PATH and PATHEXT (`npx` is npm's `npx.cmd`, which
-/// CreateProcess would not find by that name); elsewhere the word itself.
-pub fn find_program(word: &str) -> String {
-    if cfg!(windows)
-        && let Ok(found) = which::which(word)
-    {
-        return found.to_string_lossy().into_owned();
+/// CreateProcess would not find by that name) — a relative name from `cwd`,
+/// the directory it will start in; elsewhere the word itself.
+pub fn find_program(word: &str, cwd: Option<&Path>) -> String {
+    if cfg!(windows) {
+        let found = match cwd {
+            Some(dir) => which::which_in(word, std::env::var_os("PATH"), dir),
+            None => which::which(word),
+        };
+        if let Ok(found) = found {
+            return found.to_string_lossy().into_owned();
+        }
     }
     word.to_owned()
 }
