@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -426,5 +426,4 @@ fn bad_services_are_refused_with_a_reason() {
         assert_eq!(run.code, Some(code), "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
     }
-    let _: &Path = &chat.ws;
 }

@@ -180,15 +180,22 @@ fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
     );
     // new: a session of its own per call; nothing carries over, on either
     // path.
+    let left = unique("left in a new session");
     let slow = run(via_gateway().args([
         "--session",
         "new",
         "-m",
-        &format!("[[delay:30]] {marker}"),
+        &format!("[[delay:30]] {left}"),
         "--timeout",
-        "3",
+        "15",
     ]));
     assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
+    let model_log =
+        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    assert!(
+        model_log.contains(&left),
+        "the new session's turn reached the model before the timeout"
+    );
     for path in [real_router(), via_gateway()].iter_mut() {
         let fresh = run(path.args(["--session", "new", "-m", "fresh", "--timeout", "60"]));
         assert_eq!(fresh.content(), "ECHO: fresh\n");

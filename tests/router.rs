@@ -478,18 +478,6 @@ fn missing_wsl_is_a_spawn_failure() {
 
 // ---- 4. Output (§3.4) -----------------------------------------------------
 
-fn interleaved(lines: usize) -> String {
-    (1..=lines)
-        .map(|i| {
-            if i % 2 == 1 {
-                format!("out {i}\n")
-            } else {
-                format!("err {i}\n")
-            }
-        })
-        .collect()
-}
-
 #[test]
 fn stdout_and_stderr_keep_their_write_order() {
     for _ in 0..5 {
@@ -524,16 +512,7 @@ fn long_output_is_cut_in_the_middle_with_one_marker_line() {
         "1000",
         "--meta",
     ]));
-    let content = run.content();
-    assert!(content.starts_with("BEGIN\n"), "{content:.40}");
-    assert!(content.ends_with("\nEND\n"), "{content:.40}");
-    let marker = format!(
-        "[clawbot_router] ……输出过长，中间省略了 {} 字节……",
-        total - 1000
-    );
-    assert_eq!(content.matches("[clawbot_router]").count(), 1);
-    assert!(content.contains(&format!("\n{marker}\n")), "{content}");
-    assert_eq!(content.len(), 1000 + marker.len() + 2);
+    assert_cut_in_the_middle(&run.content(), total, 1000);
     assert_eq!(run.meta()["truncated"], Value::Bool(true));
 }
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Run, expected_line};
+use common::{Run, expected_line, run};
 use serde_json::{Value, json};
 
 const WHY: &str = "needs Wine and the Windows build: scripts/windows.sh";
@@ -54,10 +54,6 @@ fn router_with(scenario: &str, flags: &[&str]) -> Command {
     cmd
 }
 
-fn run(cmd: &mut Command) -> Run {
-    common::run(cmd)
-}
-
 /// `--args-json -`: the message reaches the router on stdin, so what
 /// arrives at openclaw went through our CreateProcess alone, not through
 /// Wine's own translation of a Unix argv.
@@ -81,18 +77,9 @@ fn a_reply_arrives_as_content() {
 #[test]
 #[ignore = "needs Wine and the Windows build: scripts/windows.sh"]
 fn stdout_and_stderr_keep_their_write_order() {
-    let expected: String = (1..=400)
-        .map(|i| {
-            if i % 2 == 1 {
-                format!("out {i}\n")
-            } else {
-                format!("err {i}\n")
-            }
-        })
-        .collect();
     for _ in 0..3 {
         let run = run(router_with("interleave", &["--lines", "400"]).args(["-m", "hi"]));
-        assert_eq!(run.content(), expected);
+        assert_eq!(run.content(), common::interleaved(400));
     }
 }
 
@@ -116,16 +103,7 @@ fn long_output_is_cut_in_the_middle_with_one_marker_line() {
         "1000",
         "--meta",
     ]));
-    let content = run.content();
-    assert!(
-        content.starts_with("BEGIN\n") && content.ends_with("\nEND\n"),
-        "{content:.60}"
-    );
-    let marker = format!(
-        "[clawbot_router] ……输出过长，中间省略了 {} 字节……",
-        1024 * 1024 - 1000
-    );
-    assert!(content.contains(&format!("\n{marker}\n")), "{content}");
+    common::assert_cut_in_the_middle(&run.content(), 1024 * 1024, 1000);
     assert_eq!(run.meta()["truncated"], true);
 }
 
@@ -181,8 +159,7 @@ fn a_timeout_stops_a_three_level_tree() {
         "{:?}",
         started.elapsed()
     );
-    let listed = std::fs::read_to_string(&pids).unwrap();
-    assert_eq!(listed.lines().count(), 3, "three levels ran: {listed}");
+    assert_eq!(common::pids(&pids).len(), 3, "three levels ran");
     // Every level was beating; a second later, none is.
     let beating: std::collections::BTreeSet<String> = std::fs::read_to_string(&beats)
         .unwrap()
@@ -339,11 +316,7 @@ fn the_router_ended_outright_takes_its_tree_with_it() {
         .spawn()
         .unwrap();
     // All three levels run (and beat) before the router is ended.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while common::pids(&pids).len() < 3 {
-        assert!(Instant::now() < deadline, "three levels never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_pids(&pids, 3);
     wait_for_beats(&beats);
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap();

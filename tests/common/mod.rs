@@ -186,6 +186,38 @@ pub fn assert_usage_errors(var: (&str, &str), cases: &[(&[&str], &str)]) {
     }
 }
 
+/// What the fake's `interleave` scenario writes: odd lines on stdout, even
+/// lines on stderr, in this order.
+pub fn interleaved(lines: usize) -> String {
+    (1..=lines)
+        .map(|i| {
+            if i % 2 == 1 {
+                format!("out {i}\n")
+            } else {
+                format!("err {i}\n")
+            }
+        })
+        .collect()
+}
+
+/// `content` is `total` bytes of the fake's flood cut to `max`: its head
+/// and tail kept, one marker line between them naming what was left out.
+pub fn assert_cut_in_the_middle(content: &str, total: u64, max: usize) {
+    assert!(content.starts_with("BEGIN\n"), "{content:.40}");
+    assert!(content.ends_with("\nEND\n"), "{content:.40}");
+    let marker = format!(
+        "[clawbot_router] ……输出过长，中间省略了 {} 字节……",
+        total - max as u64
+    );
+    assert_eq!(
+        content.matches("[clawbot_router]").count(),
+        1,
+        "one marker line"
+    );
+    assert!(content.contains(&format!("\n{marker}\n")), "{content}");
+    assert_eq!(content.len(), max + marker.len() + 2);
+}
+
 /// A temporary directory that lives as long as the value.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
