@@ -74,7 +74,7 @@ fn openclaw_json(args: &[&str]) -> Value {
 
 /// What the fake model last received as the user's own words.
 fn last_user_text() -> String {
-    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    let log = model_log();
     let request: Value =
         serde_json::from_str(log.lines().last().expect("no model request")).unwrap();
     let text = |c: &Value| match c {
@@ -132,6 +132,25 @@ fn e2e_a_reply_arrives_as_content() {
     assert_eq!(run.code, Some(0));
 }
 
+/// The sandbox model's request log so far.
+fn model_log() -> String {
+    std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap()
+}
+
+/// A call in `session` that times out after its turn reached the model
+/// (the model is told to take 30 s): what it leaves behind is `marker`.
+/// 15 s is long enough for the CLI to start and the turn to reach the
+/// model on a loaded machine, and short of the model's delay.
+fn time_out_in(mut path: std::process::Command, session: &str, marker: &str) {
+    let message = format!("[[delay:30]] {marker}");
+    let slow = run(path.args(["--session", session, "-m", &message, "--timeout", "15"]));
+    assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
+    assert!(
+        model_log().contains(marker),
+        "the turn reached the model before the timeout"
+    );
+}
+
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
@@ -141,23 +160,7 @@ fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
     // path's next turn in it carries the message.
     let marker = unique("left behind");
     let key = format!("e2e-session-{}", uuid::Uuid::new_v4().simple());
-    // Long enough for the CLI to start and the turn to reach the model
-    // (a loaded machine starts Node.js slowly), short of the model's delay.
-    let slow = run(real_router().args([
-        "--session",
-        &key,
-        "-m",
-        &format!("[[delay:30]] {marker}"),
-        "--timeout",
-        "15",
-    ]));
-    assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
-    let model_log =
-        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
-    assert!(
-        model_log.contains(&marker),
-        "the turn reached the model before the timeout"
-    );
+    time_out_in(real_router(), &key, &marker);
     let next_message = unique("next one");
     let next = run(via_gateway().args(["--session", &key, "-m", &next_message, "--timeout", "60"]));
     let content = next.content();
@@ -167,12 +170,11 @@ fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
     // turn; …]", when the CLI's abort landed first) or answered in the
     // session before this turn ran (when the run outlived its client) —
     // either way the model sees it in this turn's request.
-    let model_log =
-        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
-    let request = model_log
+    let request = model_log()
         .lines()
         .rev()
         .find(|l| l.contains(&next_message))
+        .map(str::to_owned)
         .expect("the next turn reached the model");
     assert!(
         request.contains(&marker),
@@ -180,22 +182,7 @@ fn e2e_sessions_keep_a_timed_out_call_where_it_belongs() {
     );
     // new: a session of its own per call; nothing carries over, on either
     // path.
-    let left = unique("left in a new session");
-    let slow = run(via_gateway().args([
-        "--session",
-        "new",
-        "-m",
-        &format!("[[delay:30]] {left}"),
-        "--timeout",
-        "15",
-    ]));
-    assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
-    let model_log =
-        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
-    assert!(
-        model_log.contains(&left),
-        "the new session's turn reached the model before the timeout"
-    );
+    time_out_in(via_gateway(), "new", &unique("left in a new session"));
     for path in [real_router(), via_gateway()].iter_mut() {
         let fresh = run(path.args(["--session", "new", "-m", "fresh", "--timeout", "60"]));
         assert_eq!(fresh.content(), "ECHO: fresh\n");
@@ -208,7 +195,7 @@ fn e2e_agent_and_to_routes() {
     let message = unique("for main");
     let named = run(real_router().args(["--agent", "main", "-m", &message, "--timeout", "120"]));
     assert_eq!(named.content(), format!("ECHO: {message}\n"));
-    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    let log = model_log();
     assert!(
         log.lines().last().unwrap().contains("agent=main"),
         "the turn did not run as main"
@@ -374,7 +361,7 @@ fn e2e_via_gateway_a_reply_is_the_cli_paths_reply() {
     assert_eq!(gateway.meta()["via"], "gateway");
     assert!(gateway.meta()["runId"].is_string(), "{}", gateway.stdout);
     assert_eq!(last_user_text(), message, "the model got something else");
-    let log = std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap();
+    let log = model_log();
     assert!(
         log.lines().last().unwrap().contains("agent=main"),
         "the turn did not run as main"
@@ -537,11 +524,7 @@ fn e2e_via_gateway_a_timeout_aborts_the_run_on_the_gateway() {
     // Aborted on the gateway: the model's call is dropped. A gateway slow
     // to prepare the turn may be aborted before it calls the model at all;
     // then no call may come later either.
-    let model_got_it = || {
-        std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap())
-            .unwrap()
-            .contains(&marker)
-    };
+    let model_got_it = || model_log().contains(&marker);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let new: Vec<String> = hangups().into_iter().skip(seen).collect();
