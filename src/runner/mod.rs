@@ -404,20 +404,23 @@ impl Pump {
                 let tap = tap.clone();
                 let task = tokio::spawn(async move {
                     let mut capture = Capture::new(limit);
-                    let mut buf = vec![0u8; READ_CHUNK];
+                    // Read into spare capacity: never zeroed, so a short
+                    // output touches one page of it, not sixteen.
+                    let mut buf = Vec::with_capacity(READ_CHUNK);
                     loop {
+                        buf.clear();
                         tokio::select! {
                             // Data already in the pipe wins over a stop request.
                             biased;
-                            read = pipe.read(&mut buf) => match read {
+                            read = pipe.read_buf(&mut buf) => match read {
                                 Ok(0) => break,
-                                Ok(n) => {
-                                    capture.push(&buf[..n]);
+                                Ok(_) => {
+                                    capture.push(&buf);
                                     if let Some(tap) = &tap {
-                                        tap.offer(&buf[..n]);
+                                        tap.offer(&buf);
                                     }
                                     if let Some((scanner, done)) = &mut json
-                                        && scanner.feed(&buf[..n]) {
+                                        && scanner.feed(&buf) {
                                             done.notify_one();
                                             json = None;
                                         }
