@@ -179,7 +179,7 @@ build_router() {
   local quiet=--quiet
   if [ -t 2 ]; then quiet=; fi
   say "building clawbot_router (cargo build --release: 3-4 minutes the first time, seconds after that)"
-  (cd "$here/.." && cargo build --release --locked --bin clawbot_router $quiet \
+  (cd "$here/.." && cargo build --release --locked --bin clawbot_router --bin clawbot_router-full $quiet \
       --message-format=json-render-diagnostics) | python3 -c '
 import json, sys
 for line in sys.stdin:

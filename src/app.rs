@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::future::Future;
 use std::io::{IsTerminal, Write};
+use std::pin::Pin;
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -27,7 +28,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
     if is_a_call(&args)
         && let Ok(cli) = crate::cli::CallCli::try_parse_from(&args)
     {
-        return Box::pin(router_call(cli.call)).await;
+        return Box::pin(router_call(cli.call, any_path)).await;
     }
     let raw = args.clone();
     match Cli::try_parse_from(&args) {
@@ -90,9 +91,42 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         }
         // Each mode's state machine is boxed: the runtime polls this one on
         // the main thread's stack, which a caller may have made small.
-        Ok(Cli { call, .. }) => Box::pin(router_call(call)).await,
+        Ok(Cli { call, .. }) => Box::pin(router_call(call, any_path)).await,
         Err(e) => clap_error(e, &args),
     }
+}
+
+/// The call the small executable runs itself: a well-formed router call
+/// through the openclaw CLI. Anything else (`None`) is the full program's,
+/// which also answers a malformed call with its JSON.
+pub fn cli_call(args: &[OsString]) -> Option<CallArgs> {
+    if !is_a_call(args) {
+        return None;
+    }
+    let cli = crate::cli::CallCli::try_parse_from(args).ok()?;
+    (cli.call.options.via == router::Via::Cli).then_some(cli.call)
+}
+
+/// Runs a call [`cli_call`] picked out.
+pub async fn run_cli_call(call: CallArgs) -> u8 {
+    Box::pin(router_call(call, cli_path)).await
+}
+
+/// The small executable could not hand this command line to the full
+/// program: a call still answers with its one JSON object; anything else
+/// says so on stderr, with the shell's "cannot run" status.
+pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
+    if !is_a_call(args) {
+        eprintln!("[clawbot_router] {problem}");
+        return 127;
+    }
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let content = messages::spawn_failed(lang_from_words(&words), &problem);
+    answer_unparsed(router::not_started(content, Status::CouldNotStart), &words)
 }
 
 /// Whether the command line starts as a router call does: options, and
@@ -378,11 +412,36 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
     }
 }
 
-async fn router_call(args: CallArgs) -> u8 {
+/// How a call runs once its request is read: [`any_path`] or [`cli_path`].
+/// A function pointer, not a branch: the small executable names only
+/// `cli_path`, so the gateway client is not linked into it.
+type Caller = for<'a> fn(
+    Result<request::Request, RequestError>,
+    &'a router::Options,
+    Pin<Box<dyn Future<Output = Interrupt>>>,
+) -> Pin<Box<dyn Future<Output = router::Reply> + 'a>>;
+
+fn any_path<'a>(
+    request: Result<request::Request, RequestError>,
+    options: &'a router::Options,
+    cancel: Pin<Box<dyn Future<Output = Interrupt>>>,
+) -> Pin<Box<dyn Future<Output = router::Reply> + 'a>> {
+    Box::pin(router::call(request, options, cancel))
+}
+
+fn cli_path<'a>(
+    request: Result<request::Request, RequestError>,
+    options: &'a router::Options,
+    cancel: Pin<Box<dyn Future<Output = Interrupt>>>,
+) -> Pin<Box<dyn Future<Output = router::Reply> + 'a>> {
+    Box::pin(router::call_through_cli(request, options, cancel))
+}
+
+async fn router_call(args: CallArgs, caller: Caller) -> u8 {
     let lang = args.options.lang;
     // Handlers go in before anything else, so an early Ctrl-C still gets a
     // JSON answer and reaches our cleanup instead of killing us.
-    let mut interrupted = Box::pin(interrupts());
+    let mut interrupted: Pin<Box<dyn Future<Output = Interrupt>>> = Box::pin(interrupts());
     let request = match args.args_json.as_deref() {
         Some("-") => {
             tokio::select! {
@@ -398,7 +457,7 @@ async fn router_call(args: CallArgs) -> u8 {
     };
     let spinner = request.is_ok().then(|| ui::Spinner::start(lang)).flatten();
     let options = call_options(&args.options, spinner.as_ref().map(ui::Spinner::activity));
-    let reply = router::call(request, &options, interrupted).await;
+    let reply = caller(request, &options, interrupted).await;
     if let Some(spinner) = spinner {
         spinner.stop();
     }
@@ -452,13 +511,18 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
             RequestError::CommandLine(detail).content(lang)
         }
     };
-    let mut reply = router::not_started(content, Status::InvalidInput);
+    answer_unparsed(router::not_started(content, Status::InvalidInput), &words)
+}
+
+/// Prints a call's answer when its command line could not be parsed:
+/// `--meta` and `--exit-code` as far as its words say.
+fn answer_unparsed(mut reply: router::Reply, words: &[String]) -> u8 {
     if !words.iter().any(|w| w == "--meta") {
         reply.result.meta = None;
     }
     print_json(&reply.result);
     if words.iter().any(|w| w == "--exit-code") {
-        Status::InvalidInput.exit_code()
+        reply.status.exit_code()
     } else {
         0
     }

@@ -180,51 +180,106 @@ pub fn not_started(content: String, status: Status) -> Reply {
     }
 }
 
-/// Runs one tool call end to end.
+/// A call that passed the checks every path makes.
+struct Accepted {
+    request: Request,
+    route: Route,
+    /// One key for the call, whichever path runs it (a gateway attempt and
+    /// its CLI fallback are the same call).
+    session: Option<String>,
+    started: Instant,
+}
+
+impl Accepted {
+    fn check(
+        request: Result<Request, RequestError>,
+        options: &Options,
+    ) -> Result<Self, Box<Reply>> {
+        let started = Instant::now();
+        let request = request.map_err(|e| {
+            Box::new(refuse(
+                started,
+                e.content(options.lang),
+                Status::InvalidInput,
+                None,
+            ))
+        })?;
+        let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
+        let session = options.session.key_for_call();
+        // A whole key names its agent; a call for another agent would be
+        // refused by OpenClaw only after starting (and differently per path).
+        if let (Route::Agent(agent), Some(named)) =
+            (&route, session.as_deref().and_then(Session::agent))
+            && agent.to_lowercase() != named
+        {
+            let sentence = match options.lang {
+                Lang::En => format!(
+                    "[clawbot_router] The session key names agent {named:?}, but this call is for agent {agent:?}."
+                ),
+                Lang::Zh => format!(
+                    "[clawbot_router] 会话键属于 agent {named:?}，但本次调用的是 agent {agent:?}。"
+                ),
+            };
+            return Err(Box::new(refuse(
+                started,
+                sentence,
+                Status::InvalidInput,
+                None,
+            )));
+        }
+        Ok(Self {
+            request,
+            route,
+            session,
+            started,
+        })
+    }
+}
+
+/// Runs one tool call through the openclaw CLI, whatever `options.via`
+/// says: the small executable runs only such calls (it hands the others to
+/// the full program), and this entry keeps the gateway client out of it.
+pub async fn call_through_cli(
+    request: Result<Request, RequestError>,
+    options: &Options,
+    cancel: impl Future<Output = Interrupt>,
+) -> Reply {
+    let call = match Accepted::check(request, options) {
+        Ok(call) => call,
+        Err(reply) => return *reply,
+    };
+    tokio::pin!(cancel);
+    Box::pin(through_cli(
+        &call.request.message,
+        &call.route,
+        call.session.as_deref(),
+        options,
+        call.started,
+        cancel,
+    ))
+    .await
+}
+
+/// Runs one tool call end to end, on the path `options.via` names.
 pub async fn call(
     request: Result<Request, RequestError>,
     options: &Options,
     cancel: impl Future<Output = Interrupt>,
 ) -> Reply {
-    let started = Instant::now();
-    let request = match request {
-        Ok(request) => request,
-        Err(e) => {
-            return refuse(started, e.content(options.lang), Status::InvalidInput, None);
-        }
-    };
-    let route = Route::choose(request.agent.as_deref(), options.default_to.as_deref());
-    // One key for the call, whichever path runs it (a gateway attempt and
-    // its CLI fallback are the same call).
-    let session = options.session.key_for_call();
-    let session = session.as_deref();
-    // A whole key names its agent; a call for another agent would be
-    // refused by OpenClaw only after starting (and differently per path).
-    if let (Route::Agent(agent), Some(named)) = (&route, session.and_then(Session::agent))
-        && agent.to_lowercase() != named
-    {
-        let sentence = match options.lang {
-            Lang::En => format!(
-                "[clawbot_router] The session key names agent {named:?}, but this call is for agent {agent:?}."
-            ),
-            Lang::Zh => format!(
-                "[clawbot_router] 会话键属于 agent {named:?}，但本次调用的是 agent {agent:?}。"
-            ),
-        };
-        return refuse(started, sentence, Status::InvalidInput, None);
-    }
-    tokio::pin!(cancel);
     if options.via == Via::Cli {
-        return Box::pin(through_cli(
-            &request.message,
-            &route,
-            session,
-            options,
-            started,
-            cancel,
-        ))
-        .await;
+        return call_through_cli(request, options, cancel).await;
     }
+    let Accepted {
+        request,
+        route,
+        session,
+        started,
+    } = match Accepted::check(request, options) {
+        Ok(call) => call,
+        Err(reply) => return *reply,
+    };
+    let session = session.as_deref();
+    tokio::pin!(cancel);
     // Boxed: the two paths' state machines stay off the stack, which a
     // caller may have made small (`ulimit -s`, to shrink ARG_MAX).
     match Box::pin(gateway::call(

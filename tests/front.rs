@@ -1,0 +1,170 @@
+//! The two executables: `clawbot_router` runs a router call through the
+//! openclaw CLI itself and hands every other command line to
+//! `clawbot_router-full` beside it, in the same process (Unix `exec`).
+#![cfg(unix)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{FAKE, ROUTER, router, router_with, run};
+
+const FULL: &str = env!("CARGO_BIN_EXE_clawbot_router-full");
+
+/// The program a running process executes, once it is no longer `start`
+/// (an exec may still be under way just after the spawn).
+#[cfg(target_os = "linux")]
+fn program_of(pid: u32, start: &Path) -> std::path::PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs");
+        if exe != start || Instant::now() > deadline {
+            return exe;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_call_runs_in_the_front_and_anything_else_becomes_the_full_program_in_the_same_process() {
+    let front = Path::new(ROUTER).canonicalize().unwrap();
+    let full = Path::new(FULL).canonicalize().unwrap();
+
+    // A call through the CLI: the front itself is the process that waits.
+    let mut call = router_with("sleep", &["--sleep", "5"])
+        .args(["-m", "hi", "--timeout", "30"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let exe = std::fs::read_link(format!("/proc/{}/exe", call.id())).unwrap();
+    let _ = call.kill();
+    let _ = call.wait();
+    assert_eq!(exe, front, "a CLI call must not be handed over");
+
+    // The MCP server: the same pid now runs the full program.
+    let mut mcp = router()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let exe = program_of(mcp.id(), &front);
+    let _ = mcp.kill();
+    let _ = mcp.wait();
+    assert_eq!(
+        exe, full,
+        "`mcp` must run as the full program, in the same process"
+    );
+
+    // So does a call through the gateway (the front does not link its client).
+    let mut gateway = router_with("sleep", &["--sleep", "5"])
+        .args(["-m", "hi", "--via", "auto", "--gateway", "ws://127.0.0.1:9"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let exe = program_of(gateway.id(), &front);
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert_eq!(exe, full, "--via auto must be the full program's");
+}
+
+#[test]
+fn the_hand_over_keeps_arguments_environment_and_streams() {
+    // Help and version, schema and a bad subcommand line come out as before.
+    let version = run(router().arg("--version"));
+    assert_eq!(version.code, Some(0));
+    assert_eq!(
+        version.stdout.trim(),
+        format!("clawbot_router {}", env!("CARGO_PKG_VERSION"))
+    );
+    let schema = run(router().args(["schema", "--format", "mcp"]));
+    assert_eq!(schema.code, Some(0), "{}", schema.stderr);
+    assert!(
+        schema.stdout.contains("\"inputSchema\""),
+        "{}",
+        schema.stdout
+    );
+    let bad = run(router().args(["node", "--no-such-flag"]));
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("--no-such-flag"), "{}", bad.stderr);
+
+    // A call the full program answers, with an environment setting: the
+    // gateway path (chosen by CLAWBOT_ROUTER_VIA) refuses a closed port.
+    let closed = run(router_with("echo", &[])
+        .env("CLAWBOT_ROUTER_VIA", "gateway")
+        .args([
+            "-m",
+            "hi",
+            "--lang",
+            "en",
+            "--gateway",
+            "ws://127.0.0.1:9",
+            "--exit-code",
+        ]));
+    let content = closed.content();
+    assert!(
+        content.contains("Could not reach the OpenClaw gateway"),
+        "{content}"
+    );
+    assert_eq!(closed.code, Some(1));
+
+    // A malformed call is answered by the full program, as JSON.
+    let malformed = run(router().args(["-m", "hi", "--timeout", "soon", "--lang", "en"]));
+    assert_eq!(malformed.code, Some(0));
+    assert!(
+        malformed.content().contains("Invalid arguments"),
+        "{}",
+        malformed.stdout
+    );
+}
+
+#[test]
+fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("clawbot_router");
+    std::fs::copy(ROUTER, &alone).unwrap();
+    let lone = || {
+        let mut cmd = Command::new(&alone);
+        common::without_our_settings(&mut cmd);
+        cmd.stdin(Stdio::null());
+        cmd
+    };
+
+    // The front alone serves the call a host makes on every tool use.
+    let echo = run(lone().env("OPENCLAW_BIN", FAKE).args(["-m", "hi"]));
+    assert_eq!(echo.content(), "ECHO: hi\n");
+
+    // A call it would hand over still gets its one JSON object.
+    let gateway = run(lone().args([
+        "-m",
+        "hi",
+        "--via",
+        "gateway",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
+    let content = gateway.content();
+    assert!(
+        content.starts_with("[clawbot_router] Could not start the remote agent")
+            && content.contains("clawbot_router-full"),
+        "{content}"
+    );
+    assert_eq!(gateway.code, Some(127));
+    assert!(gateway.stderr.is_empty(), "{}", gateway.stderr);
+
+    // Anything else: one line on stderr, the shell's "cannot run" status.
+    let node = run(lone().args(["node", "--help"]));
+    assert_eq!(node.code, Some(127));
+    assert!(node.stdout.is_empty(), "{}", node.stdout);
+    assert!(
+        node.stderr.contains("clawbot_router-full") && node.stderr.contains("cargo install"),
+        "{}",
+        node.stderr
+    );
+}
