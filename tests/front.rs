@@ -168,3 +168,31 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
         node.stderr
     );
 }
+
+/// On x86_64 Linux the front is a static PIE (scripts/link-front.sh): no
+/// program interpreter, still position-independent, still full RELRO. A
+/// Rust release that changes the link line falls back to a dynamic link,
+/// which still works but is slower; this says so.
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+fn the_front_is_a_static_pie() {
+    let elf = std::fs::read(ROUTER).unwrap();
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+    assert_eq!(&elf[..4], b"\x7fELF");
+    const ET_DYN: u16 = 3;
+    assert_eq!(u16_at(16), ET_DYN, "position-independent (ASLR)");
+    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
+    let types: Vec<u32> = (0..phnum as usize)
+        .map(|i| u32_at(phoff + i * phentsize))
+        .collect();
+    const PT_INTERP: u32 = 3;
+    const PT_GNU_RELRO: u32 = 0x6474_e552;
+    assert!(
+        !types.contains(&PT_INTERP),
+        "{ROUTER} asks for a dynamic loader: scripts/link-front.sh fell back to a dynamic link \
+         (see its comment; `cargo build -vv` shows the link line)"
+    );
+    assert!(types.contains(&PT_GNU_RELRO), "RELRO kept");
+}
