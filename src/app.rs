@@ -125,7 +125,7 @@ pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let content = messages::spawn_failed(lang_from_words(&words), &problem);
+    let content = messages::cannot_hand_over(lang_from_words(&words), problem);
     answer_unparsed(router::not_started(content, Status::CouldNotStart), &words)
 }
 

@@ -16,7 +16,15 @@ const FULL: &str = "clawbot_router-full";
 #[cfg(unix)]
 pub fn hand_over(args: Vec<OsString>) -> u8 {
     use std::os::unix::process::CommandExt;
-    let problem = match std::env::current_exe() {
+    // Where this executable is: /proc's answer, else argv[0] when it names
+    // a path (a sandbox without /proc).
+    let me = std::env::current_exe().or_else(|error| {
+        args.first()
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.components().count() > 1)
+            .ok_or(error)
+    });
+    let problem = match me {
         Ok(me) => {
             let full = me.with_file_name(FULL);
             let mut command = std::process::Command::new(&full);

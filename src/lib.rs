@@ -35,11 +35,10 @@ pub fn full() -> ExitCode {
 /// other command line becomes the full program's (on Unix, by `exec`, so
 /// it keeps this process; elsewhere this executable is the full program).
 pub fn front() -> ExitCode {
-    ExitCode::from(front_code())
+    ExitCode::from(front_code(std::env::args_os().collect()))
 }
 
-fn front_code() -> u8 {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+fn front_code(args: Vec<std::ffi::OsString>) -> u8 {
     match app::cli_call(&args) {
         Some(call) => on_runtime(|| app::run_cli_call(call)),
         None => front::hand_over(args),
@@ -51,9 +50,22 @@ fn front_code() -> u8 {
 /// signal stack and four signal handlers on every call. What else std does
 /// there is done here: a closed stdin, stdout or stderr is reopened on
 /// `/dev/null` (so no pipe or file of ours takes its number), and SIGPIPE
-/// is ignored (a closed stdout is an error to handle, not death).
+/// is ignored (a closed stdout is an error to handle, not death). The
+/// arguments come from `argv` (std fills its own list without its start-up
+/// on glibc only), and a panic ends the program with std's 101 after
+/// unwinding — which stops a running tree — instead of aborting at the C
+/// boundary.
+///
+/// # Safety
+/// `argv` must hold `argc` valid C strings, as `main`'s do.
 #[cfg(unix)]
-pub fn front_from_c_main() -> i32 {
+pub unsafe fn front_from_c_main(argc: libc::c_int, argv: *const *const libc::c_char) -> i32 {
+    use std::os::unix::ffi::OsStrExt;
+    let args = (0..usize::try_from(argc).unwrap_or(0))
+        // SAFETY: the caller's promise.
+        .map(|i| unsafe { std::ffi::CStr::from_ptr(*argv.add(i)) })
+        .map(|arg| std::ffi::OsStr::from_bytes(arg.to_bytes()).to_owned())
+        .collect();
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,
         events: 0,
@@ -71,7 +83,7 @@ pub fn front_from_c_main() -> i32 {
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    i32::from(front_code())
+    std::panic::catch_unwind(|| front_code(args)).map_or(101, i32::from)
 }
 
 /// Runs the work on a current-thread runtime and returns its exit code.

@@ -5,8 +5,9 @@
 
 #[cfg(unix)]
 #[unsafe(no_mangle)]
-extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    clawbot_router::front_from_c_main()
+extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
+    // SAFETY: the C runtime's argc and argv.
+    unsafe { clawbot_router::front_from_c_main(argc, argv) }
 }
 
 #[cfg(not(unix))]

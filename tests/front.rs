@@ -134,6 +134,21 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
         cmd.stdin(Stdio::null());
         cmd
     };
+    // A file just written cannot be run while another test's fork still
+    // holds it open for writing (ETXTBSY, until that child's exec): wait.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(e) = lone()
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        assert!(
+            e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline,
+            "{e}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // The front alone serves the call a host makes on every tool use.
     let echo = run(lone().env("OPENCLAW_BIN", FAKE).args(["-m", "hi"]));
@@ -151,8 +166,9 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
     ]));
     let content = gateway.content();
     assert!(
-        content.starts_with("[clawbot_router] Could not start the remote agent")
-            && content.contains("clawbot_router-full"),
+        content.starts_with("[clawbot_router] Cannot run this call: cannot start")
+            && content.contains("clawbot_router-full")
+            && content.ends_with("OpenClaw was not called."),
         "{content}"
     );
     assert_eq!(gateway.code, Some(127));
@@ -176,6 +192,14 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
 #[test]
 #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
 fn the_front_is_a_static_pie() {
+    // Where a static link cannot be made (no libc.a) or another linker was
+    // chosen, the fallback is the plain link, by design: not a failure.
+    if !Path::new("/usr/lib/x86_64-linux-gnu/libc.a").exists()
+        || std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
+    {
+        eprintln!("no static glibc or another linker: the front is linked dynamically");
+        return;
+    }
     let elf = std::fs::read(ROUTER).unwrap();
     let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
     let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());

@@ -64,6 +64,14 @@ pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
     }
 }
 
+/// The small executable cannot reach the full program this call needs.
+pub fn cannot_hand_over(lang: Lang, problem: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{PREFIX} 无法处理本次调用：{problem}。未调用 OpenClaw。"),
+        Lang::En => format!("{PREFIX} Cannot run this call: {problem}. OpenClaw was not called."),
+    }
+}
+
 /// §3.5.2: appended after what was captured when the deadline passed.
 pub fn timed_out(lang: Lang, seconds: &str) -> String {
     match lang {
