@@ -386,6 +386,38 @@ fn a_signal_stops_running_calls_and_the_server() {
     assert_all_gone(&tree);
 }
 
+/// A host that stops a server whose client never got as far as
+/// `initialize` (stuck, or gone without closing the pipe): SIGTERM ends it.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_signal_stops_a_server_before_any_session() {
+    let mut server = Server::start(&[]);
+    let pid = server.child.id();
+    // Its handler is in place once /proc says it catches SIGTERM.
+    let deadline = Instant::now() + WAIT;
+    while !catches(pid, libc::SIGTERM) {
+        assert!(
+            Instant::now() < deadline,
+            "the server never set up its signal handlers"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    assert_eq!(server.exit(), Some(0));
+}
+
+/// `pid` has a handler for `signal` (the SigCgt mask of /proc/PID/status).
+#[cfg(target_os = "linux")]
+fn catches(pid: u32, signal: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
 #[test]
 fn end_of_input_still_delivers_the_answers_of_running_calls() {
     let mut server = Server::initialized(&["--scenario", "sleep", "--sleep", "1"]);

@@ -80,8 +80,18 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     if let Some(http) = http {
         return http::serve(server, http, interrupted).await;
     }
+    tokio::pin!(interrupted);
     let (input, output, writer) = frame_stdio(input_over);
-    let running = match server.serve((input, output)).await {
+    // A signal counts from the start: rmcp's `serve` waits for the client's
+    // `initialize`, which a stuck client may never send.
+    let started = tokio::select! {
+        started = server.serve((input, output)) => started,
+        signal = &mut interrupted => {
+            eprintln!("[clawbot_router mcp] {}: stopping (no session had begun)", signal.name);
+            return 0;
+        }
+    };
+    let running = match started {
         Ok(running) => running,
         Err(e) => {
             eprintln!("[clawbot_router mcp] no MCP session: {e}");
@@ -93,7 +103,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     tokio::pin!(waiting);
     tokio::select! {
         _ = &mut waiting => {}
-        signal = interrupted => {
+        signal = &mut interrupted => {
             // Every running call sees its request cancelled and stops its
             // tree before the process goes.
             eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
