@@ -13,18 +13,42 @@ use common::{FAKE, ROUTER, router, router_with, run};
 
 const FULL: &str = env!("CARGO_BIN_EXE_clawbot_router-full");
 
-/// The program a running process executes, once it is no longer `start`
-/// (an exec may still be under way just after the spawn).
+/// What `cmd` runs as once `ready(pid)` holds (within 10 s): the target of
+/// `/proc/PID/exe`. The process is then stopped as a host stops it —
+/// SIGTERM, on which the router stops its own tree — and reaped, so no
+/// openclaw stand-in outlives the test.
 #[cfg(target_os = "linux")]
-fn program_of(pid: u32, start: &Path) -> std::path::PathBuf {
+fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::PathBuf {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs");
-        if exe != start || Instant::now() > deadline {
-            return exe;
+    while !ready(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs");
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let stopped = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > stopped {
+            let _ = child.kill();
+            panic!("{pid} ({exe:?}) ignored SIGTERM");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    exe
+}
+
+/// `pid` has started a child: a call is under way (openclaw runs).
+#[cfg(target_os = "linux")]
+fn has_a_child(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .is_ok_and(|list| !list.trim().is_empty())
 }
 
 #[test]
@@ -32,44 +56,28 @@ fn program_of(pid: u32, start: &Path) -> std::path::PathBuf {
 fn a_call_runs_in_the_front_and_anything_else_becomes_the_full_program_in_the_same_process() {
     let front = Path::new(ROUTER).canonicalize().unwrap();
     let full = Path::new(FULL).canonicalize().unwrap();
+    let sleeping = || router_with("sleep", &["--sleep", "30"]);
 
-    // A call through the CLI: the front itself is the process that waits.
-    let mut call = router_with("sleep", &["--sleep", "5"])
-        .args(["-m", "hi", "--timeout", "30"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let exe = std::fs::read_link(format!("/proc/{}/exe", call.id())).unwrap();
-    let _ = call.kill();
-    let _ = call.wait();
+    // A call through the CLI: the front itself runs openclaw and waits.
+    let exe = program_once(sleeping().args(["-m", "hi"]), has_a_child);
     assert_eq!(exe, front, "a CLI call must not be handed over");
 
-    // The MCP server: the same pid now runs the full program.
-    let mut mcp = router()
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let exe = program_of(mcp.id(), &front);
-    let _ = mcp.kill();
-    let _ = mcp.wait();
+    // The MCP server: the same pid becomes the full program.
+    let exe = program_once(router().arg("mcp"), |pid| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe != front)
+    });
     assert_eq!(
         exe, full,
         "`mcp` must run as the full program, in the same process"
     );
 
-    // So does a call through the gateway (the front does not link its client).
-    let mut gateway = router_with("sleep", &["--sleep", "5"])
-        .args(["-m", "hi", "--via", "auto", "--gateway", "ws://127.0.0.1:9"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let exe = program_of(gateway.id(), &front);
-    let _ = gateway.kill();
-    let _ = gateway.wait();
+    // So does a call through the gateway (the front does not link its
+    // client): here the full program, in the same pid, finds the gateway
+    // closed and runs openclaw itself.
+    let exe = program_once(
+        sleeping().args(["-m", "hi", "--via", "auto", "--gateway", "ws://127.0.0.1:9"]),
+        has_a_child,
+    );
     assert_eq!(exe, full, "--via auto must be the full program's");
 }
 
