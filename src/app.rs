@@ -120,11 +120,7 @@ pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
         eprintln!("[clawbot_router] {problem}");
         return 127;
     }
-    let words: Vec<String> = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let words = words_after_program(args);
     let content = messages::cannot_hand_over(lang_from_words(&words), problem);
     answer_unparsed(router::not_started(content, Status::CouldNotStart), &words)
 }
@@ -137,10 +133,19 @@ fn is_a_call(args: &[OsString]) -> bool {
     })
 }
 
-/// The words after `node` on the command line.
-fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> + '_ {
+/// The command line's words after the program name, as text, for the
+/// paths that read it without clap (or after clap refused it).
+fn words_after_program(args: &[OsString]) -> Vec<String> {
     args.iter()
+        .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The words after `node` on the command line.
+fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> {
+    words_after_program(args)
+        .into_iter()
         .skip_while(|w| w != "node")
         .skip(1)
 }
@@ -484,11 +489,7 @@ fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         let _ = e.print();
         return 0;
     }
-    let words: Vec<String> = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let words = words_after_program(args);
     if matches!(
         words.first().map(String::as_str),
         Some("schema" | "prompt" | "node" | "mcp" | "help")
