@@ -45,7 +45,7 @@ def env_with(**kv):
     return env
 
 
-def overhead(runs, baseline=None):
+def overhead(runs, baseline=None, baseline_name=None):
     env = env_with(OPENCLAW_BIN=FAKE)
     argv = [FAKE, "agent", "--agent", "main", "--message", "hi"]
     direct, routed, gnu, before = [], [], [], []
@@ -61,7 +61,7 @@ def overhead(runs, baseline=None):
           f"for scale, GNU timeout adds {(g-d)*1e3:.2f} ms")
     if baseline:
         b = statistics.median(before)
-        print(f"overhead before/after: {BASELINE_NAME} adds {(b-d)*1e3:.2f} ms, this build "
+        print(f"overhead before/after: {baseline_name} adds {(b-d)*1e3:.2f} ms, this build "
               f"{(r-d)*1e3:.2f} ms, GNU timeout {(g-d)*1e3:.2f} ms (same {runs} interleaved runs)")
     node = node_binary()
     if node:
@@ -141,8 +141,6 @@ def main():
         # The front hands non-CLI calls to clawbot_router-full beside it.
         ROUTER, FAKE = installed(ROUTER, scratch), installed(FAKE, scratch)
         installed(FULL, scratch)
-        global BASELINE_NAME
-        BASELINE_NAME = args.baseline
         baseline = installed(args.baseline, tempfile.mkdtemp(dir=scratch))
         run_all(args, baseline)
     finally:
@@ -150,7 +148,7 @@ def main():
 
 
 def run_all(args, baseline):
-    overhead(max(args.runs * 10, 50), baseline)
+    overhead(max(args.runs * 10, 50), baseline, args.baseline)
     throughput(args.runs)
     kill_latency(args.runs)
 

@@ -25,10 +25,8 @@ pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
 
 /// Runs the program; returns the process exit code.
 pub async fn run(args: Vec<OsString>) -> u8 {
-    if is_a_call(&args)
-        && let Ok(cli) = crate::cli::CallCli::try_parse_from(&args)
-    {
-        return Box::pin(router_call(cli.call, any_path)).await;
+    if let Some(call) = well_formed_call(&args) {
+        return Box::pin(router_call(call, any_path)).await;
     }
     let raw = args.clone();
     match Cli::try_parse_from(&args) {
@@ -100,11 +98,18 @@ pub async fn run(args: Vec<OsString>) -> u8 {
 /// through the openclaw CLI. Anything else (`None`) is the full program's,
 /// which also answers a malformed call with its JSON.
 pub fn cli_call(args: &[OsString]) -> Option<CallArgs> {
+    well_formed_call(args).filter(|call| call.options.via == router::Via::Cli)
+}
+
+/// A router call the call-only parser takes (the full parser, which builds
+/// every mode's arguments, is for everything else and for errors).
+fn well_formed_call(args: &[OsString]) -> Option<CallArgs> {
     if !is_a_call(args) {
         return None;
     }
-    let cli = crate::cli::CallCli::try_parse_from(args).ok()?;
-    (cli.call.options.via == router::Via::Cli).then_some(cli.call)
+    crate::cli::CallCli::try_parse_from(args)
+        .ok()
+        .map(|cli| cli.call)
 }
 
 /// Runs a call [`cli_call`] picked out.
