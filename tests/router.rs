@@ -718,6 +718,65 @@ fn a_true_daemon_with_no_pipe_and_no_environment_is_stopped_too() {
     exits_leaving("detached");
 }
 
+/// The router killed outright (SIGKILL, the OOM killer: nothing of ours
+/// runs) still takes what it started with it: openclaw, a three-level tree
+/// in its group, and a descendant that left the group with `setsid`.
+#[test]
+fn a_router_killed_outright_takes_its_whole_tree_with_it() {
+    for (scenario, depth, n) in [("grandchild", "2", 3), ("escaped", "1", 2)] {
+        let dir = tempdir();
+        let pid_file = dir.path().join("pids");
+        let router = router_with(scenario, &["--pid-file", pid_file.to_str().unwrap()])
+            .env("FAKE_OPENCLAW_HOLD_DEPTH", depth)
+            .env("FAKE_OPENCLAW_HOLD_IGNORE_TERM", "1")
+            .args(["-m", "hi", "--timeout", "60"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut router = KillOnDrop(router);
+        let tree = wait_for_pids(&pid_file, n);
+        router.0.kill().unwrap();
+        router.0.wait().unwrap();
+        assert_gone_in_time(&tree, scenario);
+    }
+}
+
+/// The kernel's half of it: with the sentinel gone too (someone killed it
+/// first), the leader still gets its parent-death signal.
+#[test]
+fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
+        .args(["-m", "hi", "--timeout", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut router = KillOnDrop(router);
+    // The pid file lists the grandchild, then openclaw itself.
+    let tree = wait_for_pids(&pid_file, 2);
+    let leader = tree[1];
+    let children = children_of(router.0.id() as i32);
+    let sentinels: Vec<i32> = children.into_iter().filter(|p| *p != leader).collect();
+    assert_eq!(
+        sentinels.len(),
+        1,
+        "the router's one other child: {sentinels:?}"
+    );
+    unsafe {
+        libc::kill(sentinels[0], libc::SIGKILL);
+    }
+    router.0.kill().unwrap();
+    router.0.wait().unwrap();
+    assert_gone_in_time(&[leader], "openclaw");
+    // Its own child left its group's leader behind: nobody was left to stop it.
+    unsafe {
+        libc::kill(tree[0], libc::SIGKILL);
+    }
+}
+
 // ---- 7. Spawn failure (§3.5.1) --------------------------------------------
 
 #[test]

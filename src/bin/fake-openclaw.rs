@@ -121,6 +121,7 @@
 //! | `sleep`           | yes       | stdout `thinking...`, sleep `--sleep`, then reply, exit 0                 |
 //! | `ignore-term`     | no        | ignore `SIGTERM`, append own pid to `--pid-file`, stdout `ignoring SIGTERM`, sleep, exit 0 |
 //! | `grandchild`      | no        | spawn a `hold-pipe` child in the same process group, append its pid and own pid to `--pid-file`, stdout `spawned grandchild <pid>`, sleep, exit 0 |
+//! | `escaped`         | no        | like `grandchild`, but the child calls `setsid`: it leaves the process group while this process still runs |
 //! | `orphan`          | yes       | like `grandchild` (same pid-file lines), but print only the reply and exit 0 at once, leaving the child holding the pipe |
 //! | `daemon`          | yes       | spawn a `hold-pipe` child in a new session (`setsid`), append its pid to `--pid-file`, reply and exit 0 at once |
 //! | `detached`        | yes       | like `daemon`, but the child also gets `/dev/null` for stdio and an empty environment: a true daemon |
@@ -300,6 +301,7 @@ enum Scenario {
     Sleep,
     IgnoreTerm,
     Grandchild,
+    Escaped,
     Orphan,
     Daemon,
     Detached,
@@ -310,7 +312,7 @@ enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 16] = [
+    const ALL: [Scenario; 17] = [
         Scenario::Reply,
         Scenario::Echo,
         Scenario::Interleave,
@@ -320,6 +322,7 @@ impl Scenario {
         Scenario::Sleep,
         Scenario::IgnoreTerm,
         Scenario::Grandchild,
+        Scenario::Escaped,
         Scenario::Orphan,
         Scenario::Daemon,
         Scenario::Detached,
@@ -340,6 +343,7 @@ impl Scenario {
             Scenario::Sleep => "sleep",
             Scenario::IgnoreTerm => "ignore-term",
             Scenario::Grandchild => "grandchild",
+            Scenario::Escaped => "escaped",
             Scenario::Orphan => "orphan",
             Scenario::Daemon => "daemon",
             Scenario::Detached => "detached",
@@ -361,6 +365,7 @@ impl Scenario {
             Scenario::Sleep => "print `thinking...`, sleep --sleep seconds, then reply",
             Scenario::IgnoreTerm => "ignore SIGTERM and sleep",
             Scenario::Grandchild => "spawn a pipe-holding child, then sleep",
+            Scenario::Escaped => "spawn a pipe-holding child in a new session, then sleep",
             Scenario::Orphan => "spawn a pipe-holding child, reply and exit",
             Scenario::Daemon => "spawn a pipe-holding child in a new session, reply and exit",
             Scenario::Detached => {
@@ -1141,6 +1146,16 @@ fn run_scenario(
             emit(
                 Stream::Stdout,
                 format!("spawned grandchild {child}\n").as_bytes(),
+            )?;
+            linger(config);
+            Ok(ExitCode::SUCCESS)
+        }
+        Scenario::Escaped => {
+            let child = spawn_hold_pipe(config, true, false)?;
+            append_pids(config, &[child, pid])?;
+            emit(
+                Stream::Stdout,
+                format!("spawned escaped child {child}\n").as_bytes(),
             )?;
             linger(config);
             Ok(ExitCode::SUCCESS)

@@ -23,6 +23,8 @@
 
 mod capture;
 mod resident;
+#[cfg(target_os = "linux")]
+mod sentinel;
 mod tap;
 #[cfg(unix)]
 mod unix;

@@ -42,6 +42,8 @@ impl Tree {
     pub fn spawn(mut cmd: tokio::process::Command, tag: String) -> io::Result<Self> {
         become_subreaper();
         cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        die_with_us(&mut cmd);
         // Spawned and registered under one lock: another run's orphan scan
         // (which holds it too) must never see this child before it is known
         // as a run's leader — it would look like an orphan to stop.
@@ -56,6 +58,8 @@ impl Tree {
             .get_or_insert_with(HashMap::new)
             .insert(pgid, tag.clone());
         drop(active);
+        #[cfg(target_os = "linux")]
+        super::sentinel::watch(pgid);
         Ok(Self {
             child,
             pgid,
@@ -110,6 +114,10 @@ impl Tree {
     /// The run is over and the tree was checked: never signal this group
     /// id again (the number may be reused by an unrelated process).
     pub fn disarm(&mut self) {
+        if self.armed {
+            #[cfg(target_os = "linux")]
+            super::sentinel::unwatch(self.pgid);
+        }
         self.armed = false;
     }
 
@@ -137,9 +145,13 @@ impl Tree {
         // Held while scanning: no run registers a new child meanwhile.
         let guard = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
         let active = guard.clone().unwrap_or_default();
+        #[cfg(target_os = "linux")]
+        let sentinel = super::sentinel::pid();
+        #[cfg(not(target_os = "linux"))]
+        let sentinel = None;
         let found = children()
             .into_iter()
-            .filter(|pid| !active.contains_key(pid))
+            .filter(|pid| !active.contains_key(pid) && Some(*pid) != sentinel)
             .filter(|pid| !reap_if_zombie(*pid))
             .filter(|pid| {
                 let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -194,6 +206,7 @@ impl Drop for Tree {
     /// A run abandoned half-way (its future dropped) still leaves nothing.
     fn drop(&mut self) {
         self.kill();
+        self.disarm();
         if let Ok(mut active) = ACTIVE.lock()
             && let Some(active) = active.as_mut()
         {
@@ -205,6 +218,35 @@ impl Drop for Tree {
 /// The read end of a pipe, non-blocking and registered with tokio.
 pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
     pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+}
+
+/// The leader dies with us, however we die: the kernel TERMs it when we
+/// go (the parent-death signal, kept across exec), and the sentinel, which
+/// starts here if it is not running yet, stops the rest of its tree (see
+/// `sentinel.rs`). The signal is TERM, not KILL, so openclaw can still tell
+/// its gateway; the sentinel KILLs what is left.
+///
+/// Linux sends it when the *thread* that forked the child ends, not the
+/// process: every spawn happens on the one runtime thread, which lives as
+/// long as the program (`lib.rs`, `on_runtime`).
+#[cfg(target_os = "linux")]
+fn die_with_us(cmd: &mut tokio::process::Command) {
+    super::sentinel::ensure();
+    // SAFETY: getpid in the parent; the hook makes two async-signal-safe
+    // system calls between fork and exec.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // We died between the fork and the prctl: nobody will send it.
+            if libc::getppid() != parent {
+                return Err(io::Error::other("the parent died before the child started"));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Orphaned descendants are re-parented to us instead of init.

@@ -299,6 +299,44 @@ pub fn assert_all_gone(pids: &[i32]) {
     assert!(left.is_empty(), "processes outlived the router: {left:?}");
 }
 
+/// Asserts every pid goes once its parent died outright: nothing of the
+/// parent runs to stop them, so this waits for the parent-death machinery
+/// (the time it takes is a benchmark figure, BENCHMARKS.md; this bound only
+/// keeps a failure from hanging).
+pub fn assert_gone_in_time(pids: &[i32], what: &str) {
+    let started = Instant::now();
+    while pids.iter().any(|p| alive(*p)) && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<_> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    for p in &left {
+        unsafe {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "{what}: processes outlived their killed parent: {left:?} of {pids:?}"
+    );
+}
+
+/// The direct children of `pid` (every thread's list).
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let mut found: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
 /// A directory holding a `wsl.exe` that behaves like the real one: with
 /// `--exec` it runs argv as given; without, it joins the arguments with
 /// spaces and hands them to a shell. It logs its argv to `wsl.log`.
