@@ -8,11 +8,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::gateway::{Config, FakeGateway, TOKEN};
-use common::node::{LONG, Node, connected, error_code, payload};
+use common::node::{LONG, Node, TtyNode, allowlist, allowlist_for, connected, error_code, payload};
 use serde_json::{Value, json};
 
 // ---- Connection ---------------------------------------------------------------
@@ -710,13 +709,32 @@ async fn a_gateway_approval_runs_the_prepared_plan_and_nothing_else() {
         .invoke("system.run", resend("allow-once", argv.clone()))
         .await;
     assert_eq!(payload(&once)["stdout"], "approved-run\n");
-    // Once means once: the same call without an approval is asked again.
+    // Once means once: the same approval sent again is refused...
+    let replayed = gw
+        .invoke("system.run", resend("allow-once", argv.clone()))
+        .await;
+    assert_eq!(error_code(&replayed), "SYSTEM_RUN_DENIED", "{replayed}");
+    assert!(
+        replayed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("used already"),
+        "{replayed}"
+    );
+    // ... and the same call without an approval is asked again.
     let again = gw.invoke("system.run", json!({"command": argv, "cwd": plan["cwd"], "agentId": "main", "sessionKey": "agent:main:s", "runId": "r2"})).await;
     assert_eq!(error_code(&again), "SYSTEM_RUN_DENIED");
     // allow-always is remembered in the approvals document, in the
-    // agent's own list, as OpenClaw's node host does.
+    // agent's own list, as OpenClaw's node host does (a new approval is a
+    // new prepare: the gateway asks again).
+    let prepared = payload(&gw.invoke("system.run.prepare", json!({"command": ["sh", "-lc", "echo approved-run"], "security": "full", "ask": "off", "agentId": "main", "sessionKey": "agent:main:s"})).await);
+    let plan = prepared["plan"].clone();
     let always = gw
-        .invoke("system.run", resend("allow-always", argv.clone()))
+        .invoke(
+            "system.run",
+            json!({"command": argv, "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "main",
+                   "sessionKey": "agent:main:s", "runId": "approval-2", "approved": true, "approvalDecision": "allow-always"}),
+        )
         .await;
     assert_eq!(payload(&always)["exitCode"], 0);
     let doc = payload(&gw.invoke("system.execApprovals.get", json!({})).await);
@@ -778,10 +796,18 @@ async fn an_allowlisted_program_with_a_changed_environment_still_needs_a_human()
     let with_env = gw
         .invoke(
             "system.run",
-            json!({"command": ["true"], "env": {"HOME": "/tmp"}}),
+            json!({"command": ["true"], "env": {"GREETING": "hi"}}),
         )
         .await;
     assert_eq!(error_code(&with_env), "SYSTEM_RUN_DENIED");
+    // One OpenClaw's node host blocks is refused outright.
+    let home = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["true"], "env": {"HOME": "/tmp"}}),
+        )
+        .await;
+    assert_eq!(error_code(&home), "INVALID_REQUEST");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -811,31 +837,6 @@ async fn an_agents_own_allowlist_allows_only_that_agents_runs() {
         "SYSTEM_RUN_DENIED",
         "no agent named: only \"*\" counts"
     );
-}
-
-/// Replaces the node's approvals document with an allowlist of `patterns`
-/// for every agent, as `openclaw approvals allowlist add --node` does.
-async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
-    allowlist_for(gw, "*", patterns).await
-}
-
-/// As [`allowlist`], for one agent only.
-async fn allowlist_for(gw: &FakeGateway, agent: &str, patterns: Value) -> Value {
-    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
-    let entries: Vec<Value> = patterns
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| json!({"pattern": p}))
-        .collect();
-    let file = json!({"version": 1, "agents": {agent: {"allowlist": entries}}});
-    payload(
-        &gw.invoke(
-            "system.execApprovals.set",
-            json!({"file": file, "baseHash": hash}),
-        )
-        .await,
-    )
 }
 
 fn which(name: &str) -> PathBuf {
@@ -1840,11 +1841,46 @@ async fn results_respect_the_gateways_max_payload() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn loader_variables_are_stripped_from_system_run() {
-    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
-    let r = payload(&gw.invoke("system.run", json!({"command": ["/bin/sh", "-c", "echo \"[$LD_PRELOAD][$NODE_OPTIONS][$GREETING]\""], "env": {"LD_PRELOAD": "/tmp/evil.so", "NODE_OPTIONS": "--require /tmp/evil.js", "GREETING": "hi"}})).await);
-    assert_eq!(r["stdout"], "[][][hi]\n");
-    assert_eq!(r["strippedEnv"], json!(["LD_PRELOAD", "NODE_OPTIONS"]));
+async fn variables_that_change_what_runs_are_refused_and_a_shell_gets_only_the_locale() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    // OpenClaw's node host refuses the whole call, and so does this node:
+    // nothing runs with part of what it asked for.
+    for env in [
+        json!({"LD_PRELOAD": "/tmp/evil.so", "GREETING": "hi"}),
+        json!({"NODE_OPTIONS": "--require /tmp/evil.js"}),
+        json!({"PATH": format!("{}:/usr/bin:/bin", node.ws().display())}),
+        json!({"BASH_ENV": "/tmp/x"}),
+        json!({"BAD-KEY": "x"}),
+    ] {
+        let r = gw
+            .invoke(
+                "system.run",
+                json!({"command": ["/bin/sh", "-c", "touch ran"], "env": env}),
+            )
+            .await;
+        assert_eq!(error_code(&r), "INVALID_REQUEST", "{env}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("SYSTEM_RUN_DENIED: environment override rejected"),
+            "{r}"
+        );
+        assert!(!node.ws().join("ran").exists(), "{env}");
+    }
+    // A shell wrapper is given the locale and the terminal only.
+    let r = payload(&gw.invoke("system.run", json!({"command": ["/bin/sh", "-c", "echo \"[$LANG][$GREETING]\""], "env": {"LANG": "C", "GREETING": "hi"}})).await);
+    assert_eq!(r["stdout"], "[C][]\n");
+    assert_eq!(r["strippedEnv"], json!(["GREETING"]));
+    // A program gets what it asked for.
+    let r = payload(
+        &gw.invoke(
+            "system.run",
+            json!({"command": ["printenv", "GREETING"], "env": {"GREETING": "hi"}}),
+        )
+        .await,
+    );
+    assert_eq!(r["stdout"], "hi\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1924,71 +1960,6 @@ async fn every_invocation_lands_in_the_audit_log() {
 }
 
 // ---- Approval on a terminal ------------------------------------------------------
-
-/// The node under `script`, so its stdin and stderr are a terminal; what it
-/// shows is read from script's stdout, answers go to script's stdin.
-struct TtyNode {
-    child: Child,
-    screen: Arc<Mutex<String>>,
-    _dir: tempfile::TempDir,
-    state: PathBuf,
-}
-
-impl TtyNode {
-    fn start(url: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-        let state = dir.path().join("state");
-        let (child, screen) = common::under_terminal(&[
-            common::ROUTER,
-            "node",
-            "--gateway",
-            url,
-            "--token",
-            TOKEN,
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--workspace",
-            dir.path().join("ws").to_str().unwrap(),
-        ]);
-        TtyNode {
-            child,
-            screen,
-            _dir: dir,
-            state,
-        }
-    }
-
-    fn prompts(&self) -> usize {
-        self.screen.lock().unwrap().matches("Allow [o]nce").count()
-    }
-
-    async fn wait_prompts(&self, n: usize) {
-        let deadline = Instant::now() + LONG;
-        while self.prompts() < n {
-            assert!(
-                Instant::now() < deadline,
-                "no prompt; screen:\n{}",
-                self.screen.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn answer(&mut self, text: &str) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(text.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-}
-
-impl Drop for TtyNode {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Asks the node to run `echo WORD`; the invocation id.
 fn echo_request(gw: &FakeGateway, word: &str) -> String {

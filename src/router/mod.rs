@@ -396,6 +396,7 @@ async fn through_cli(
         let spec = runner::Spec {
             // openclaw agent needs the gateway's token: it keeps everything.
             env_remove: &[],
+            env_filter: None,
             program: invocation.program.clone(),
             args: invocation.args.clone(),
             cwd: None,

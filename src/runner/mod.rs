@@ -78,6 +78,9 @@ pub struct Spec {
     pub env: Vec<(OsString, OsString)>,
     /// Inherited variables the child must not see (secrets of ours).
     pub env_remove: &'static [&'static str],
+    /// Inherited variables for which this is true are not passed on either
+    /// (an agent's command: the node's credentials and loader settings).
+    pub env_filter: Option<fn(&str) -> bool>,
     /// Wall-clock limit from spawn to the first termination signal.
     pub timeout: Duration,
     /// Time between the polite signal (SIGTERM) and SIGKILL.
@@ -179,6 +182,13 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         spec.env_remove,
         &tag,
     );
+    if let Some(blocked) = spec.env_filter {
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(blocked) {
+                cmd.env_remove(key);
+            }
+        }
+    }
     cmd.stdin(Stdio::null())
         .stdout(writer)
         .stderr(stderr_writer);
@@ -588,6 +598,7 @@ mod tests {
     fn sh(script: &str, split: bool) -> Spec {
         Spec {
             env_remove: &[],
+            env_filter: None,
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: None,

@@ -236,89 +236,6 @@ pub fn arg_pattern(cwd: &str, args: &[String]) -> String {
     format!("sha256:cwd-argv:v1:{}", digest(&data))
 }
 
-/// The plans this node prepared recently (their digests): an approval is
-/// honoured only for one of them, so a gateway cannot approve a plan of
-/// its own making. Bounded in number and age (OpenClaw's approvals expire
-/// after 30 minutes).
-#[derive(Default)]
-pub struct Prepared(Mutex<std::collections::VecDeque<(String, std::time::Instant)>>);
-
-const PREPARED_KEEP: usize = 1024;
-const PREPARED_AGE: std::time::Duration = std::time::Duration::from_secs(35 * 60);
-
-impl Prepared {
-    fn key(plan: &Value) -> String {
-        let fields = json!([
-            plan["argv"],
-            plan["cwd"],
-            plan["commandText"],
-            plan["agentId"],
-            plan["sessionKey"]
-        ]);
-        digest(&fields.to_string())
-    }
-
-    pub fn remember(&self, plan: &Value) {
-        let mut list = self.0.lock().unwrap();
-        list.retain(|(_, at)| at.elapsed() < PREPARED_AGE);
-        if list.len() >= PREPARED_KEEP {
-            list.pop_front();
-        }
-        list.push_back((Self::key(plan), std::time::Instant::now()));
-    }
-
-    pub fn issued(&self, plan: &Value) -> bool {
-        let key = Self::key(plan);
-        let list = self.0.lock().unwrap();
-        list.iter()
-            .any(|(k, at)| *k == key && at.elapsed() < PREPARED_AGE)
-    }
-}
-
-/// The gateway's approval a re-sent `system.run` carries (`approved`,
-/// `approvalDecision`), honoured only when its plan is exactly what
-/// `system.run.prepare` handed out for this very call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    pub always: bool,
-}
-
-pub fn gateway_grant(params: &Value) -> Result<Option<Grant>, ToolError> {
-    let decision = params["approvalDecision"].as_str();
-    let approved =
-        params["approved"] == true || matches!(decision, Some("allow-once" | "allow-always"));
-    if !approved {
-        return Ok(None);
-    }
-    let mismatch = || {
-        ToolError::new(
-            "INVALID_REQUEST",
-            "explicit approval requires matching systemRunPlan",
-        )
-    };
-    let plan = params
-        .get("systemRunPlan")
-        .filter(|p| p.is_object())
-        .ok_or_else(mismatch)?;
-    let argv: Option<Vec<String>> = params["command"]
-        .as_array()
-        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect());
-    let argv = argv.ok_or_else(mismatch)?;
-    // Exactly (what runs is what was approved: no trimming).
-    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
-    let same = plan["argv"] == json!(argv)
-        && plan["commandText"].as_str() == Some(super::exec::format_exec_command(&argv).as_str())
-        && text(&plan["cwd"]) == text(&params["cwd"])
-        && text(&plan["agentId"]) == text(&params["agentId"])
-        && text(&plan["sessionKey"]) == text(&params["sessionKey"]);
-    if !same {
-        return Err(mismatch());
-    }
-    Ok(Some(Grant {
-        always: decision == Some("allow-always"),
-    }))
-}
-
 impl Store {
     /// `allow-always` from the gateway: an entry as OpenClaw's node host
     /// writes it (the program, bound to its arguments and directory), so
@@ -401,6 +318,7 @@ pub fn coverage(argv: &[String], cwd: &Path) -> Value {
         argv: argv.to_vec(),
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
+        bound: None,
     };
     let (program, args) = effective(&exec);
     json!({"complete": true, "patterns": [{"pattern": program, "argPattern": arg_pattern(&cwd.to_string_lossy(), &args)}]})
@@ -535,6 +453,7 @@ mod tests {
                 .collect(),
             cwd: cwd.into(),
             env: vec![],
+            bound: None,
         }
     }
 

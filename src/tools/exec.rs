@@ -3,10 +3,12 @@
 //! all through the one process runner (tree kill, timeout, byte caps).
 //!
 //! The program is resolved to an absolute path *before* approval and that
-//! path is what runs, so "allow always" binds to the executable the user
-//! saw, whatever PATH the call sets. Variables that change how programs load
-//! (`LD_*`, `DYLD_*`, `NODE_OPTIONS`, `PYTHON*`, ...) are stripped from the
-//! call's environment.
+//! path is what runs, from the node's own `PATH` (a call cannot set one).
+//! What the approval covers — the programs and scripts the command line
+//! runs, its directory, its variables — is bound when the call is shown
+//! and checked again just before the program starts ([`super::binding`]).
+//! The variables a call may set, and those its command never inherits,
+//! are OpenClaw's node-host policy ([`super::environment`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ToolError;
+use super::binding::Binding;
 use super::policy::{Call, Exec, Risk};
 use crate::runner::{self, End, Outcome};
 
@@ -29,8 +32,13 @@ pub struct ExecRequest {
     pub executable: PathBuf,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
-    /// Variables the call asked for and did not get.
+    /// Variables the call asked for and did not get (a shell wrapper gets
+    /// only the terminal's and the locale's).
     pub stripped: Vec<String>,
+    /// Every variable the call asked for: what its approver was shown.
+    pub requested: Vec<(String, String)>,
+    /// What its approval covers, as things stood when it was resolved.
+    pub binding: Binding,
     pub timeout: Duration,
     /// The agent the gateway runs it for (`system.run`'s `agentId`): whose
     /// allowlist in the exec-approvals document applies.
@@ -140,71 +148,74 @@ fn resolve(
             "arguments cannot contain NUL bytes",
         ));
     }
-    let cwd = match cwd.filter(|c| !c.trim().is_empty()) {
-        None => workspace.to_path_buf(),
-        Some(dir) => {
-            let dir = workspace.join(dir); // an absolute dir replaces the workspace
-            if !dir.is_dir() {
-                return Err(ToolError::new(
-                    "INVALID_PARAMS",
-                    format!("cwd {} is not a directory", dir.display()),
-                ));
-            }
-            dir
-        }
-    };
+    let cwd = working_directory(cwd, workspace)?;
+    let overrides = super::environment::overrides(&env, runs_a_shell_script(&argv))?;
     let executable = which::which_in(program, std::env::var_os("PATH"), &cwd)
         .map_err(|_| ToolError::new("NOT_FOUND", format!("program not found: {program}")))?;
-    let (stripped, env): (Vec<_>, Vec<_>) = env.into_iter().partition(|(k, _)| changes_loading(k));
-    Ok(ExecRequest {
+    let mut request = ExecRequest {
         argv,
         executable,
         cwd,
-        env,
-        stripped: stripped.into_iter().map(|(k, _)| k).collect(),
+        env: overrides.kept,
+        stripped: overrides.dropped,
+        requested: requested(env),
+        binding: Binding::default(),
         timeout,
         agent: None,
-    })
+    };
+    request.binding = Binding::of(&request.exec(), &request.requested);
+    Ok(request)
 }
 
-/// Variables that make a program load or run other code than it would.
-pub fn changes_loading(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["LD_", "DYLD_", "PYTHON", "BASH_FUNC_", "GIT_CONFIG"]
-        .iter()
-        .any(|p| upper.starts_with(p))
-        || matches!(
-            upper.as_str(),
-            "NODE_OPTIONS"
-                | "NODE_PATH"
-                | "PERL5LIB"
-                | "PERL5OPT"
-                | "PERLLIB"
-                | "RUBYOPT"
-                | "RUBYLIB"
-                | "BASH_ENV"
-                | "ENV"
-                | "SHELLOPTS"
-                | "BASHOPTS"
-                | "PS4"
-                | "PROMPT_COMMAND"
-                | "IFS"
-                | "GCONV_PATH"
-                | "JAVA_TOOL_OPTIONS"
-                | "_JAVA_OPTIONS"
-                | "JDK_JAVA_OPTIONS"
-                | "GIT_EXEC_PATH"
-                | "GIT_SSH"
-                | "GIT_SSH_COMMAND"
-                | "GIT_ASKPASS"
-                | "SSH_ASKPASS"
-                | "LESSOPEN"
-                | "LESSCLOSE"
-                | "ZDOTDIR"
-        )
+/// Every variable a call asked for, by its trimmed name.
+fn requested(env: std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    env.into_iter()
+        .map(|(k, v)| (k.trim().to_owned(), v))
+        .collect()
+}
+
+/// Where a call runs: the workspace, or a directory relative to it (an
+/// absolute one replaces it), by its real path — what the plan shows and
+/// the binding holds to.
+fn working_directory(cwd: Option<String>, workspace: &Path) -> Result<PathBuf, ToolError> {
+    let dir = match cwd.filter(|c| !c.trim().is_empty()) {
+        None => return Ok(workspace.to_path_buf()),
+        Some(dir) => workspace.join(dir),
+    };
+    match std::fs::canonicalize(&dir) {
+        Ok(real) if real.is_dir() => Ok(real),
+        _ => Err(ToolError::new(
+            "INVALID_PARAMS",
+            format!("cwd {} is not a directory", dir.display()),
+        )),
+    }
+}
+
+/// Whether a command line hands a shell its script (`sh -c`, `cmd /c`,
+/// `pwsh -Command`, behind `env` or `nice` too): such a shell reads any
+/// variable as code, so it gets only the terminal's and the locale's.
+fn runs_a_shell_script(argv: &[String]) -> bool {
+    (0..argv.len()).any(|at| {
+        super::cmdline::is_shell(&argv[at])
+            && argv[at + 1..]
+                .iter()
+                .take_while(|a| a.starts_with('-') && *a != "--")
+                .any(|a| !a.starts_with("--") && a.contains('c'))
+    }) || shell_payload(argv).is_some()
 }
 
 impl ExecRequest {
+    /// The run as the policy reads it.
+    fn exec(&self) -> Exec {
+        Exec {
+            executable: self.executable.clone(),
+            argv: self.argv.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            bound: None,
+        }
+    }
+
     /// The call as the policy and the user see it.
     pub fn call(&self, command: &str) -> Call {
         let env: String = self
@@ -224,10 +235,8 @@ impl ExecRequest {
             agent: self.agent.clone(),
             upstream: false,
             exec: Some(Exec {
-                executable: self.executable.clone(),
-                argv: self.argv.clone(),
-                cwd: self.cwd.clone(),
-                env: self.env.clone(),
+                bound: Some(self.binding.digest()),
+                ..self.exec()
             }),
         }
     }
@@ -240,9 +249,16 @@ impl ExecRequest {
         cancel: impl std::future::Future<Output = ()>,
         tap: Option<runner::Tap>,
     ) -> Result<Value, ToolError> {
+        // What was approved is what starts: the files, the directory and
+        // the variables, checked once more at the last moment.
+        self.binding
+            .check(&Binding::of(&self.exec(), &self.requested))
+            .map_err(|drift| drift.error())?;
         let spec = runner::Spec {
-            // An agent's command gets none of our credentials.
+            // An agent's command gets none of our credentials, and none of
+            // the node's own that OpenClaw keeps from its commands.
             env_remove: crate::tools::SECRET_VARS,
+            env_filter: Some(super::environment::blocked_inherited),
             program: self.executable.clone().into(),
             args: self.argv.iter().skip(1).map(OsString::from).collect(),
             cwd: Some(self.cwd.clone()),
@@ -302,19 +318,21 @@ struct Prepare {
     #[serde(default)]
     cwd: Option<String>,
     #[serde(default)]
+    env: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
     agent_id: Option<String>,
     #[serde(default)]
     session_key: Option<String>,
 }
 
 /// `system.run.prepare`: the plan OpenClaw shows and then hands back to
-/// `system.run`. Nothing runs here.
+/// `system.run`, and what an approval of it binds. Nothing runs here.
 pub fn prepare(
     params: Value,
     workspace: &Path,
     stance: super::policy::Stance,
     rules: Vec<Value>,
-) -> Result<Value, ToolError> {
+) -> Result<(Value, Binding), ToolError> {
     let p: Prepare = serde_json::from_value(params).map_err(invalid)?;
     if p.command.first().is_none_or(|c| c.trim().is_empty()) {
         return Err(ToolError::new(
@@ -322,10 +340,10 @@ pub fn prepare(
             "command must name a program",
         ));
     }
-    let cwd = match p.cwd.filter(|c| !c.trim().is_empty()) {
-        Some(dir) => workspace.join(dir),
-        None => workspace.to_path_buf(),
-    };
+    let cwd = working_directory(p.cwd, workspace)?;
+    // Variables it may not set are refused now, before anyone is asked.
+    let env = p.env.unwrap_or_default();
+    let overrides = super::environment::overrides(&env, runs_a_shell_script(&p.command))?;
     let text = format_exec_command(&p.command);
     // What the operator is shown must be what runs: the caller's
     // `rawCommand` is taken only when it is the argv's own text or the
@@ -367,22 +385,39 @@ pub fn prepare(
     } else {
         json!({ "complete": false, "patterns": [] })
     };
-    Ok(json!({
-        "plan": {
-            "argv": p.command,
-            "cwd": cwd,
-            "commandText": text,
-            "commandPreview": preview,
-            "agentId": p.agent_id,
-            "sessionKey": p.session_key,
-            "policySnapshot": {
-                "security": security, "ask": ask, "askFallback": "deny",
-                "autoAllowSkills": false, "allowlistRules": rules,
-            },
+    let exec = Exec {
+        executable: which::which_in(&p.command[0], std::env::var_os("PATH"), &cwd)
+            .unwrap_or_else(|_| PathBuf::from(&p.command[0])),
+        argv: p.command.clone(),
+        cwd: cwd.clone(),
+        env: overrides.kept,
+        bound: None,
+    };
+    let binding = Binding::of(&exec, &requested(env));
+    let mut plan = json!({
+        "argv": p.command,
+        "cwd": cwd,
+        "commandText": text,
+        "commandPreview": preview,
+        "agentId": p.agent_id,
+        "sessionKey": p.session_key,
+        "policySnapshot": {
+            "security": security, "ask": ask, "askFallback": "deny",
+            "autoAllowSkills": false, "allowlistRules": rules,
         },
-        "execPolicy": { "security": security, "ask": ask },
-        "allowAlwaysCoverage": coverage,
-    }))
+    });
+    // The script it runs, as OpenClaw's plans show it to the gateway.
+    if let Some(operand) = binding.operand(&exec.argv) {
+        plan["mutableFileOperand"] = operand;
+    }
+    Ok((
+        json!({
+            "plan": plan,
+            "execPolicy": { "security": security, "ask": ask },
+            "allowAlwaysCoverage": coverage,
+        }),
+        binding,
+    ))
 }
 
 /// The script of a shell wrapper, as OpenClaw shows it for a preview:
@@ -484,15 +519,31 @@ mod tests {
     }
 
     #[test]
-    fn loader_variables_are_stripped() {
+    fn variables_that_change_what_runs_refuse_the_call_and_a_shell_gets_only_the_locale() {
+        let refused = parse_system_run(
+            json!({"command": ["env"], "env": {"LD_PRELOAD": "/x.so", "PATH": "/tmp", "GREETING": "hi"}}),
+            Path::new("/tmp"),
+            MINUTE,
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, "INVALID_REQUEST");
+        assert!(
+            refused
+                .message
+                .contains("blocked override keys: LD_PRELOAD, PATH"),
+            "{}",
+            refused.message
+        );
         let req = parse_system_run(
-            json!({"command": ["env"], "env": {"LD_PRELOAD": "/x.so", "NODE_OPTIONS": "-r x", "PYTHONPATH": "/x", "GREETING": "hi"}}),
+            json!({"command": ["/bin/sh", "-lc", "env"], "env": {"GREETING": "hi", "LANG": "C"}}),
             Path::new("/tmp"),
             MINUTE,
         )
         .unwrap();
-        assert_eq!(req.env, [("GREETING".to_string(), "hi".to_string())]);
-        assert_eq!(req.stripped, ["LD_PRELOAD", "NODE_OPTIONS", "PYTHONPATH"]);
+        assert_eq!(req.env, [("LANG".to_string(), "C".to_string())]);
+        assert_eq!(req.stripped, ["GREETING"]);
+        // What the approver saw is every variable asked for.
+        assert_eq!(req.requested.len(), 2);
     }
 
     #[test]
@@ -528,7 +579,7 @@ mod tests {
     #[tokio::test]
     async fn system_run_result_has_the_real_shape() {
         let req = parse_system_run(
-            json!({"command": ["/bin/sh", "-c", "echo hello-from-node; echo oops >&2; exit 3"], "env": {"LD_PRELOAD": "x"}}),
+            json!({"command": ["/bin/sh", "-c", "echo hello-from-node; echo oops >&2; exit 3"], "env": {"GREETING": "x"}}),
             Path::new("/tmp"),
             MINUTE,
         )
@@ -540,7 +591,7 @@ mod tests {
         assert_eq!(result["stdout"], "hello-from-node\n");
         assert_eq!(result["stderr"], "oops\n");
         assert_eq!(result["error"], Value::Null);
-        assert_eq!(result["strippedEnv"], json!(["LD_PRELOAD"]));
+        assert_eq!(result["strippedEnv"], json!(["GREETING"]));
     }
 
     #[test]
@@ -572,7 +623,7 @@ mod tests {
             super::super::policy::Stance::Open,
             vec![],
         )
-        .unwrap();
+        .unwrap().0;
         assert_eq!(plan["plan"]["argv"], json!(["/bin/sh", "-lc", "echo hi"]));
         assert_eq!(plan["plan"]["cwd"], "/work");
         assert_eq!(plan["plan"]["commandPreview"], "echo hi");
@@ -591,7 +642,8 @@ mod tests {
             super::super::policy::Stance::Open,
             vec![],
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(plain["plan"]["commandPreview"], Value::Null);
         // A Windows node's wrapper, as OpenClaw's exec tool sends it.
         let windows = prepare(
@@ -600,7 +652,8 @@ mod tests {
             super::super::policy::Stance::Open,
             vec![],
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(windows["plan"]["commandPreview"], "dir /b");
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let ps = [
@@ -631,7 +684,8 @@ mod tests {
             Stance::Approvals,
             vec![json!({"pattern": "/usr/bin/id"})],
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(
             plan["execPolicy"],
             json!({"security": "allowlist", "ask": "on-miss"})
@@ -647,12 +701,16 @@ mod tests {
         assert!(argp.starts_with("sha256:cwd-argv:v1:"), "{argp}");
         // The stricter of the two: a gateway that asks always keeps asking.
         let always = json!({"command": ["uname"], "security": "allowlist", "ask": "always"});
-        let plan = prepare(always, Path::new("/"), Stance::Open, vec![]).unwrap();
+        let plan = prepare(always, Path::new("/"), Stance::Open, vec![])
+            .unwrap()
+            .0;
         assert_eq!(
             plan["execPolicy"],
             json!({"security": "allowlist", "ask": "always"})
         );
-        let closed = prepare(asked, Path::new("/"), Stance::Closed, vec![]).unwrap();
+        let closed = prepare(asked, Path::new("/"), Stance::Closed, vec![])
+            .unwrap()
+            .0;
         assert_eq!(closed["execPolicy"]["security"], "deny");
     }
 }

@@ -264,6 +264,7 @@ pub async fn notify(p: Notify) -> Result<Value, ToolError> {
     }
     let spec = crate::runner::Spec {
         env_remove: super::SECRET_VARS,
+        env_filter: None,
         program: program.into(),
         args,
         cwd: None,

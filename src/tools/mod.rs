@@ -10,12 +10,17 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod binding;
 pub mod catalog;
+pub mod cmdline;
+mod environment;
 mod error;
 pub mod exec;
+pub mod forbidden;
 pub mod fs;
 pub mod host;
 mod permit;
+pub mod plans;
 pub mod policy;
 pub mod sandbox;
 pub mod setup;
@@ -174,7 +179,7 @@ pub struct Tools {
     /// The commands declared to the gateway; anything else is refused.
     declared: Vec<String>,
     /// Plans `system.run.prepare` handed out, which an approval may name.
-    prepared: approvals::Prepared,
+    plans: plans::Plans,
 }
 
 /// One invocation.
@@ -212,7 +217,7 @@ impl Tools {
             policy,
             audit,
             declared,
-            prepared: approvals::Prepared::default(),
+            plans: plans::Plans::default(),
         })
     }
 
@@ -336,8 +341,10 @@ impl Tools {
                 (
                     safe,
                     Box::pin(async move {
-                        let prepared = exec::prepare(params, &root, stance, rules)?;
-                        tools.prepared.remember(&prepared["plan"]);
+                        let (prepared, binding) = tools
+                            .blocking(move |_| exec::prepare(params, &root, stance, rules))
+                            .await?;
+                        tools.plans.remember(&prepared["plan"], binding);
                         Ok(prepared)
                     }),
                     false,
@@ -449,15 +456,9 @@ impl Tools {
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
+                let plan = params["systemRunPlan"].clone();
                 if command == Tool::Run {
-                    grant = approvals::gateway_grant(&params)?;
-                    // ... and only for a plan this node prepared itself.
-                    if grant.is_some() && !self.prepared.issued(&params["systemRunPlan"]) {
-                        return Err(ToolError::new(
-                            "INVALID_REQUEST",
-                            "explicit approval requires matching systemRunPlan (this node prepared no such plan)",
-                        ));
-                    }
+                    grant = plans::gateway_grant(&params)?;
                 }
                 // Resolving touches the filesystem (PATH, cwd): blocking pool.
                 let timeout = inv.timeout;
@@ -474,6 +475,11 @@ impl Tools {
                         }
                     })
                     .await?;
+                // ... spent on this run only, for a plan this node prepared
+                // itself and whose binding still holds.
+                if grant.is_some() {
+                    self.plans.redeem(&plan, &request.binding)?;
+                }
                 let call = request.call(name);
                 let cancel = inv.cancel.clone();
                 let tap = inv.tap.clone();

@@ -115,6 +115,10 @@ pub struct Exec {
     pub cwd: PathBuf,
     #[serde(default)]
     pub env: Vec<(String, String)>,
+    /// The fingerprint of the files it runs and its directory (see
+    /// `binding.rs`): a remembered "always" covers those files only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
 }
 
 /// Why a call may run, or why not.
@@ -238,7 +242,7 @@ impl Policy {
                 ),
             });
         }
-        let rule = call.exec.as_ref().and_then(builtin_forbidden)?;
+        let rule = call.exec.as_ref().and_then(super::forbidden::rule_broken)?;
         Some(Decision::Refused {
             code: "FORBIDDEN",
             message: format!("{} is forbidden on this node: {rule}", call.command),
@@ -311,7 +315,7 @@ impl Policy {
         &self,
         call: &Call,
         wait: Duration,
-        grant: Option<super::approvals::Grant>,
+        grant: Option<super::plans::Grant>,
     ) -> Decision {
         let Some(grant) = grant.filter(|_| self.asks_gateway()) else {
             return self.decide(call, wait).await;
@@ -337,7 +341,7 @@ impl Policy {
         call: &Call,
         wait: Duration,
         gate: Gate,
-        grant: Option<super::approvals::Grant>,
+        grant: Option<super::plans::Grant>,
     ) -> Decision {
         if let Some(refusal) = self.forbidden(call) {
             return refusal;
@@ -509,85 +513,15 @@ fn rejected(message: &str) -> Decision {
     }
 }
 
-fn program_name(path: &Path) -> Option<String> {
-    Some(path.file_name()?.to_string_lossy().into_owned())
-}
-
 /// Every word that may name a program in `exec`: the executable's name,
-/// each argument, and the words of a shell script.
+/// and every word of every command its command line runs, as a shell
+/// would read it (quotes undone, wrappers and nested shells looked through).
 fn command_words(exec: &Exec) -> Vec<String> {
-    let mut words: Vec<String> = program_name(&exec.executable).into_iter().collect();
-    for arg in &exec.argv {
-        words.push(arg.rsplit('/').next().unwrap_or(arg).to_owned());
-    }
-    if let Some(script) = shell_script(&exec.argv) {
-        words.extend(
-            script
-                .split(|c: char| {
-                    c.is_whitespace()
-                        || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '$' | '{' | '}')
-                })
-                .filter(|w| !w.is_empty())
-                .map(|w| w.rsplit('/').next().unwrap_or(w).to_owned()),
-        );
-    }
-    words
-}
-
-/// Programs no remote agent may run here.
-const FORBIDDEN_PROGRAMS: &[&str] = &[
-    "sudo", "su", "doas", "pkexec", "shutdown", "reboot", "poweroff", "halt", "mkfs",
-];
-
-/// The built-in rule `exec` breaks, if any. Shell scripts (`sh -c ...`) are
-/// checked word by word as well.
-fn builtin_forbidden(exec: &Exec) -> Option<String> {
-    let mut words: Vec<String> = exec.argv.clone();
-    if let Some(script) = shell_script(&exec.argv) {
-        words.extend(
-            script
-                .split(|c: char| {
-                    c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`')
-                })
-                .filter(|w| !w.is_empty())
-                .map(str::to_owned),
-        );
-    }
-    let program = program_name(&exec.executable).unwrap_or_default();
-    for word in std::iter::once(program.as_str()).chain(words.iter().map(String::as_str)) {
-        let name = word.rsplit('/').next().unwrap_or(word);
-        if FORBIDDEN_PROGRAMS
-            .iter()
-            .any(|f| name == *f || (*f == "mkfs" && name.starts_with("mkfs.")))
-        {
-            return Some(format!("{name} is never run for a remote agent"));
-        }
-    }
-    let recursive_rm = words.windows(2).any(|w| {
-        w[0].rsplit('/').next() == Some("rm") && w[1].starts_with('-') && w[1].contains(['r', 'R'])
-    });
-    let root_target = words.iter().any(|w| {
-        matches!(
-            w.as_str(),
-            "/" | "/*" | "~" | "~/" | "$HOME" | "/home" | "/usr" | "/etc"
-        )
-    });
-    if recursive_rm && root_target {
-        return Some("recursive rm of a system or home directory".into());
-    }
-    None
-}
-
-/// The script of `sh -c SCRIPT` (and bash, zsh, dash), if that is what runs.
-/// For a shell, every argument it is given, as one text: which one it will
-/// run (`-c X`, `-c -- X`, `--rcfile X -c Y`, …) is the shell's business, so
-/// the forbidden rules read them all.
-pub(super) fn shell_script(argv: &[String]) -> Option<String> {
-    let shell = argv.first()?.rsplit('/').next()?;
-    if !matches!(shell, "sh" | "bash" | "zsh" | "dash" | "ksh") {
-        return None;
-    }
-    Some(argv[1..].join(" ")).filter(|s| !s.is_empty())
+    let reading = super::forbidden::read(exec);
+    std::iter::once(exec.executable.to_string_lossy().into_owned())
+        .chain(reading.words().map(str::to_owned))
+        .map(|w| super::cmdline::base(&w).to_owned())
+        .collect()
 }
 
 #[cfg(test)]
@@ -605,6 +539,7 @@ mod tests {
                 argv,
                 cwd: PathBuf::from("/tmp"),
                 env: Vec::new(),
+                bound: None,
             }),
             agent: None,
             upstream: false,
@@ -791,7 +726,7 @@ mod tests {
         assert_eq!(p.stance_for(Some(&ls)), Stance::Approvals);
         assert_eq!(p.stance_for(None), Stance::Approvals);
         // A grant stands in for that human only.
-        let grant = Some(super::super::approvals::Grant { always: false });
+        let grant = Some(super::super::plans::Grant { always: false });
         assert_eq!(
             p.decide_granted(&ls, Duration::from_secs(1), grant).await,
             Decision::Allowed("gateway-once")

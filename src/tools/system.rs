@@ -39,6 +39,7 @@ async fn run_openclaw(
 ) -> Option<runner::Outcome> {
     let spec = runner::Spec {
         env_remove: crate::tools::SECRET_VARS,
+        env_filter: None,
         program: words.first()?.into(),
         args: words[1..]
             .iter()

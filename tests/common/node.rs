@@ -5,7 +5,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::gateway::{Config, FakeGateway, TOKEN};
 
@@ -181,4 +181,96 @@ pub fn payload(result: &Value) -> Value {
 pub fn error_code(result: &Value) -> String {
     assert_eq!(result["ok"], false, "{result}");
     result["error"]["code"].as_str().unwrap().to_owned()
+}
+
+/// Replaces the node's approvals document with an allowlist of `patterns`
+/// for every agent, as `openclaw approvals allowlist add --node` does.
+pub async fn allowlist(gw: &FakeGateway, patterns: Value) -> Value {
+    allowlist_for(gw, "*", patterns).await
+}
+
+/// As [`allowlist`], for one agent only.
+pub async fn allowlist_for(gw: &FakeGateway, agent: &str, patterns: Value) -> Value {
+    let hash = payload(&gw.invoke("system.execApprovals.get", json!({})).await)["hash"].clone();
+    let entries: Vec<Value> = patterns
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| json!({"pattern": p}))
+        .collect();
+    let file = json!({"version": 1, "agents": {agent: {"allowlist": entries}}});
+    payload(
+        &gw.invoke(
+            "system.execApprovals.set",
+            json!({"file": file, "baseHash": hash}),
+        )
+        .await,
+    )
+}
+
+/// The node under `script`, so its stdin and stderr are a terminal; what it
+/// shows is read from script's stdout, answers go to script's stdin.
+pub struct TtyNode {
+    pub ws: PathBuf,
+    pub child: Child,
+    pub screen: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+    pub state: PathBuf,
+}
+
+impl TtyNode {
+    pub fn start(url: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let state = dir.path().join("state");
+        let (child, screen) = super::under_terminal(&[
+            super::ROUTER,
+            "node",
+            "--gateway",
+            url,
+            "--token",
+            TOKEN,
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--workspace",
+            dir.path().join("ws").to_str().unwrap(),
+        ]);
+        TtyNode {
+            ws: dir.path().join("ws"),
+            child,
+            screen,
+            _dir: dir,
+            state,
+        }
+    }
+
+    pub fn prompts(&self) -> usize {
+        self.screen.lock().unwrap().matches("Allow [o]nce").count()
+    }
+
+    pub async fn wait_prompts(&self, n: usize) {
+        let deadline = Instant::now() + LONG;
+        while self.prompts() < n {
+            assert!(
+                Instant::now() < deadline,
+                "no prompt; screen:\n{}",
+                self.screen.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn answer(&mut self, text: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+}
+
+impl Drop for TtyNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

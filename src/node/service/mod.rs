@@ -1024,6 +1024,7 @@ async fn tool(program: &str, args: &[&str]) -> Result<(i32, String), String> {
         cwd: None,
         env: vec![],
         env_remove: crate::tools::SECRET_VARS,
+        env_filter: None,
         timeout: TOOL_LIMIT,
         grace: Duration::from_secs(2),
         max_output: 256 * 1024,

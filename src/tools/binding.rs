@@ -1,0 +1,583 @@
+//! What an approval covers, beyond the words of a command line: the
+//! directory it runs in, the programs it runs and the scripts they read —
+//! each by identity, not by name — and the variables it sets.
+//!
+//! A [`Binding`] is taken when a call is shown to whoever approves it (a
+//! plan `system.run.prepare` hands the gateway, the question on the
+//! terminal, the policy's reading of an allowlist), and taken again just
+//! before the program starts; anything that differs refuses the run. So a
+//! script rewritten after its approval, a program swapped behind its path,
+//! a file planted earlier on `PATH`, a working directory replaced, or a
+//! variable the approver never saw, all stop the command, as OpenClaw's
+//! node host stops them ("approval script operand changed before
+//! execution") — and more strictly: its identity of a program is a path,
+//! ours is the file (device, inode, size, modification and change times),
+//! and it binds a script's content only, ours its content and its file.
+//!
+//! Which files a command line runs is read with [`super::cmdline`]: each
+//! command's program (found on `PATH` from where it runs), the script an
+//! interpreter or `source` is given (`sh job.sh`, `python3 -u x.py`,
+//! `node --require ./hook.js app.js`), files named as values of options
+//! (`--rcfile F`, `-f prog.awk`), and any executable file a command names
+//! by path. A file that is missing is bound as missing: one that appears
+//! later changes the binding too.
+//!
+//! What remains: the moment between the last check and the kernel opening
+//! the file (microseconds, and only for someone who can already write it),
+//! and what a program loads on its own that its command line does not name.
+
+use std::path::{Path, PathBuf};
+
+use super::ToolError;
+use super::cmdline::{self, Command, base};
+use super::environment;
+use super::policy::Exec;
+
+/// Scripts larger than this are bound by their file only, not their hash.
+const HASH_AT_MOST: u64 = 64 << 20;
+/// Files bound per call at most (a command line naming thousands of
+/// executables binds the first ones).
+const MAX_FILES: usize = 256;
+
+/// One call's binding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    cwd: Option<Identity>,
+    files: Vec<Bound>,
+    env: Option<String>,
+    env_keys: Vec<String>,
+}
+
+/// A file as the filesystem knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// A file a command line runs, as it stood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Bound {
+    /// The word that named it.
+    word: String,
+    /// `None`: it did not exist (or could not be found on `PATH`).
+    file: Option<Identity>,
+    /// A script's content, as OpenClaw binds it.
+    sha256: Option<String>,
+}
+
+/// What changed between a binding and now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// The call sets variables the approved one did not.
+    EnvMissing { keys: Vec<String> },
+    /// The call sets other values (or fewer variables).
+    EnvMismatch { keys: Vec<String> },
+    /// The working directory is another directory now.
+    Cwd,
+    /// A program or a script is another file, or changed.
+    File { word: String },
+}
+
+impl Drift {
+    /// The refusal, in OpenClaw's words where it has them.
+    pub fn error(&self) -> ToolError {
+        let message = match self {
+            Drift::EnvMissing { keys } => format!(
+                "SYSTEM_RUN_DENIED: APPROVAL_ENV_BINDING_MISSING: approval id missing env binding for requested env overrides ({}): the approved plan set no variables",
+                keys.join(", ")
+            ),
+            Drift::EnvMismatch { keys } => format!(
+                "SYSTEM_RUN_DENIED: APPROVAL_ENV_MISMATCH: approval id env binding mismatch (the run sets {}; the approved plan set other values)",
+                if keys.is_empty() {
+                    "no variables".to_owned()
+                } else {
+                    keys.join(", ")
+                }
+            ),
+            Drift::Cwd => "SYSTEM_RUN_DENIED: approval cwd changed before execution".to_owned(),
+            Drift::File { word } => format!(
+                "SYSTEM_RUN_DENIED: approval script operand changed before execution ({word:?} is not the file that was approved)"
+            ),
+        };
+        ToolError::new("SYSTEM_RUN_DENIED", message)
+    }
+}
+
+impl Binding {
+    /// The binding of `exec` as things stand (reads the filesystem).
+    /// `requested` is every variable the call asked for (a shell wrapper
+    /// may not get them all): it is what was shown, so it is what is bound.
+    pub fn of(exec: &Exec, requested: &[(String, String)]) -> Self {
+        let reading = super::forbidden::read(exec);
+        let mut files: Vec<Bound> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for command in &reading.commands {
+            for (word, script) in runs(command) {
+                if files.len() >= MAX_FILES || !seen.insert((word.clone(), command.cwd.clone())) {
+                    continue;
+                }
+                let path = locate(&word, command);
+                let file = path.as_deref().and_then(identity);
+                let sha256 = match (&file, script) {
+                    (Some(id), true) if id.size <= HASH_AT_MOST => hash(&id.path),
+                    _ => None,
+                };
+                files.push(Bound { word, file, sha256 });
+            }
+        }
+        let mut env_keys: Vec<String> = requested.iter().map(|(k, _)| k.clone()).collect();
+        env_keys.sort();
+        Self {
+            cwd: identity(&exec.cwd),
+            files,
+            env: environment::fingerprint(requested),
+            env_keys,
+        }
+    }
+
+    /// Whether `now` is what this binding covers.
+    pub fn check(&self, now: &Binding) -> Result<(), Drift> {
+        if self.env != now.env {
+            return Err(match self.env {
+                None => Drift::EnvMissing {
+                    keys: now.env_keys.clone(),
+                },
+                Some(_) => Drift::EnvMismatch {
+                    keys: now.env_keys.clone(),
+                },
+            });
+        }
+        if self.cwd != now.cwd {
+            return Err(Drift::Cwd);
+        }
+        let changed = self
+            .files
+            .iter()
+            .zip(&now.files)
+            .find(|(a, b)| a != b)
+            .map(|(a, _)| a.word.clone())
+            .or_else(|| {
+                (self.files.len() != now.files.len()).then(|| {
+                    let longer = if self.files.len() > now.files.len() {
+                        &self.files
+                    } else {
+                        &now.files
+                    };
+                    longer[self.files.len().min(now.files.len())].word.clone()
+                })
+            });
+        match changed {
+            Some(word) => Err(Drift::File { word }),
+            None => Ok(()),
+        }
+    }
+
+    /// A short fingerprint of the files and the directory (what "allow
+    /// always" remembers besides the command line and its variables).
+    pub fn digest(&self) -> String {
+        let mut text = format!("{:?}", self.cwd);
+        for file in &self.files {
+            text.push_str(&format!(
+                "\0{:?}\0{:?}\0{:?}",
+                file.word, file.file, file.sha256
+            ));
+        }
+        super::audit::digest(&text)
+    }
+
+    /// The first script's binding, in the shape OpenClaw's plan carries
+    /// it (`mutableFileOperand {argvIndex, path, sha256}`), when the script
+    /// is one of `argv`'s own words.
+    pub fn operand(&self, argv: &[String]) -> Option<serde_json::Value> {
+        self.files.iter().find_map(|f| {
+            let sha = f.sha256.as_ref()?;
+            let index = argv.iter().skip(1).position(|a| *a == f.word)? + 1;
+            Some(serde_json::json!({"argvIndex": index, "path": f.file.as_ref()?.path, "sha256": sha}))
+        })
+    }
+}
+
+/// The words of `command` that name a file it runs, and whether each is a
+/// script (read by an interpreter: its content is bound too).
+fn runs(command: &Command) -> Vec<(String, bool)> {
+    let words: Vec<&str> = command.words.iter().map(|w| w.text.as_str()).collect();
+    let Some((program, args)) = words.split_first() else {
+        return Vec::new();
+    };
+    let mut out = vec![(program.to_string(), false)];
+    let name = base(program);
+    if matches!(name, "." | "source") {
+        out.extend(args.first().map(|s| (s.to_string(), true)));
+        return out;
+    }
+    if let Some(rules) = interpreter(name) {
+        let mut i = 0;
+        while i < args.len() {
+            let arg = args[i];
+            if arg == "--" {
+                out.extend(args.get(i + 1).map(|s| (s.to_string(), true)));
+                break;
+            }
+            if rules.inline.contains(&arg)
+                || rules
+                    .inline
+                    .iter()
+                    .any(|f| f.len() == 2 && arg.starts_with(f) && !arg.starts_with("--"))
+            {
+                break; // the code is on the command line: no script file
+            }
+            if rules.valued.contains(&arg) {
+                // An option's value may be a file it loads (`--rcfile F`).
+                out.extend(args.get(i + 1).map(|s| (s.to_string(), true)));
+                i += 2;
+                continue;
+            }
+            if arg.starts_with('-') || (arg.starts_with('+') && cmdline::is_shell(name)) {
+                i += 1;
+                continue;
+            }
+            out.push((arg.to_string(), true));
+            break;
+        }
+    }
+    // Anything else named by path that could be run (`xargs ./x.sh`).
+    for arg in args {
+        if arg.contains('/')
+            && !out.iter().any(|(w, _)| w == arg)
+            && is_executable(&command.cwd.join(arg))
+        {
+            out.push((arg.to_string(), false));
+        }
+    }
+    out
+}
+
+/// How an interpreter takes its script.
+struct Rules {
+    /// Options whose value follows as the next word.
+    valued: &'static [&'static str],
+    /// Options that give the code itself: then there is no script file.
+    inline: &'static [&'static str],
+}
+
+fn interpreter(name: &str) -> Option<Rules> {
+    let rules = |valued, inline| Some(Rules { valued, inline });
+    let name = name.strip_suffix(".exe").unwrap_or(name);
+    if cmdline::is_shell(name) || matches!(name, "fish" | "csh" | "tcsh") {
+        // `-c` (alone or in a cluster) is handled by the command line reader.
+        return rules(
+            &["--rcfile", "--init-file", "-o", "-O", "+o", "+O"],
+            &["-c", "-s", "-", "--command", "-lc", "-ic", "-ec", "-xc"],
+        );
+    }
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    match stem {
+        "python" | "pypy" => rules(&["-W", "-X", "-Q"], &["-c", "-m", "-"]),
+        "node" | "nodejs" => rules(
+            &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--env-file",
+                "--env-file-if-exists",
+                "--input-type",
+            ],
+            &["-e", "--eval", "-p", "--print", "-"],
+        ),
+        "perl" => rules(&["-I", "-M", "-m", "-x"], &["-e", "-E", "-"]),
+        "ruby" => rules(&["-I", "-r", "-C", "-E", "--encoding"], &["-e", "-"]),
+        "php" => rules(&["-c", "-d", "-f", "-z"], &["-r", "-R", "-B", "-E", "-"]),
+        "lua" | "luajit" => rules(&["-l"], &["-e", "-"]),
+        "Rscript" | "tclsh" | "wish" | "julia" | "tsx" | "ts-node" | "deno" | "bun" | "java"
+        | "osascript" => rules(
+            &[
+                "-f",
+                "-jar",
+                "--config",
+                "-r",
+                "--require",
+                "--preload",
+                "--import-map",
+            ],
+            &["-e", "--eval", "-"],
+        ),
+        "awk" | "gawk" | "mawk" | "nawk" => rules(&["-f", "--file", "-v", "-F", "-i"], &[]),
+        _ => None,
+    }
+}
+
+/// Where `word` is as `command` would find it: a path from its directory,
+/// a name on its `PATH`.
+fn locate(word: &str, command: &Command) -> Option<PathBuf> {
+    if word.is_empty() {
+        return None;
+    }
+    if word.contains('/') {
+        return Some(command.cwd.join(word));
+    }
+    let path = command.path.clone().or_else(|| std::env::var("PATH").ok());
+    which::which_in(word, path, &command.cwd)
+        .ok()
+        // A script named without a path is read from the directory.
+        .or_else(|| Some(command.cwd.join(word)).filter(|p| p.is_file()))
+}
+
+/// A file by what it is; a directory by which one it is — its inode and
+/// when it was made (its contents, and so its other times, change with
+/// every file made in it; an inode number is reused at once).
+fn identity(path: &Path) -> Option<Identity> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let (mtime, ctime) = if meta.is_dir() {
+        (born(&meta), (0, 0))
+    } else {
+        times(&meta)
+    };
+    Some(Identity {
+        dev: dev(&meta),
+        ino: ino(&meta),
+        size: if meta.is_dir() { 0 } else { meta.len() },
+        mtime,
+        ctime,
+        path: real,
+    })
+}
+
+fn hash(path: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
+/// When a file was made, where the filesystem says (statx's birth time).
+fn born(meta: &std::fs::Metadata) -> (i64, i64) {
+    meta.created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+        .unwrap_or_default()
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+#[cfg(unix)]
+fn dev(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::dev(meta)
+}
+
+#[cfg(unix)]
+fn ino(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+#[cfg(unix)]
+fn times(meta: &std::fs::Metadata) -> ((i64, i64), (i64, i64)) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        (meta.mtime(), meta.mtime_nsec()),
+        (meta.ctime(), meta.ctime_nsec()),
+    )
+}
+
+#[cfg(not(unix))]
+fn dev(_meta: &std::fs::Metadata) -> u64 {
+    0
+}
+
+#[cfg(not(unix))]
+fn ino(_meta: &std::fs::Metadata) -> u64 {
+    0
+}
+
+#[cfg(not(unix))]
+fn times(meta: &std::fs::Metadata) -> ((i64, i64), (i64, i64)) {
+    let at = |t: std::io::Result<std::time::SystemTime>| {
+        t.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+            .unwrap_or_default()
+    };
+    (at(meta.modified()), at(meta.created()))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn exec(argv: &[&str], cwd: &Path, env: &[(&str, &str)]) -> (Exec, Vec<(String, String)>) {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let executable = which::which_in(&argv[0], std::env::var_os("PATH"), cwd)
+            .unwrap_or_else(|_| cwd.join(&argv[0]));
+        (
+            Exec {
+                executable,
+                argv,
+                cwd: cwd.to_path_buf(),
+                env: env.clone(),
+                bound: None,
+            },
+            env,
+        )
+    }
+
+    fn binding(argv: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Binding {
+        let (exec, env) = exec(argv, cwd, env);
+        Binding::of(&exec, &env)
+    }
+
+    /// Rewrites a file with new content, keeping its inode.
+    fn rewrite(path: &Path, content: &str) {
+        std::fs::write(path, content).unwrap();
+    }
+
+    #[test]
+    fn a_script_rewritten_after_approval_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("job.sh");
+        std::fs::write(&script, "echo approved\n").unwrap();
+        for argv in [
+            &["sh", "job.sh"][..],
+            &["bash", "-x", "./job.sh", "arg"],
+            &["sh", "-c", "sh job.sh && echo done"],
+            &["nice", "-n", "5", "bash", "--", "job.sh"],
+            &["sh", "-c", ". ./job.sh"],
+            &["python3", "-u", "job.sh"],
+        ] {
+            rewrite(&script, "echo approved\n");
+            let approved = binding(argv, dir.path(), &[]);
+            assert_eq!(
+                approved.check(&binding(argv, dir.path(), &[])),
+                Ok(()),
+                "{argv:?}"
+            );
+            rewrite(&script, "echo evil\n");
+            let drift = approved.check(&binding(argv, dir.path(), &[])).unwrap_err();
+            assert!(matches!(drift, Drift::File { .. }), "{argv:?}: {drift:?}");
+            assert!(
+                drift
+                    .error()
+                    .message
+                    .contains("approval script operand changed before execution")
+            );
+        }
+    }
+
+    #[test]
+    fn a_program_swapped_behind_its_path_or_planted_on_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\necho one\n").unwrap();
+        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let approved = binding(&["./tool"], dir.path(), &[]);
+        // Replaced by rename: same name, another file.
+        let other = dir.path().join("tool.new");
+        std::fs::write(&other, "#!/bin/sh\necho one\n").unwrap();
+        std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        std::fs::rename(&other, &tool).unwrap();
+        assert!(matches!(
+            approved.check(&binding(&["./tool"], dir.path(), &[])),
+            Err(Drift::File { .. })
+        ));
+        // A name found on PATH in a shell that puts a writable directory first.
+        let script = format!("PATH={}:$PATH; uname -s", dir.path().display());
+        let approved = binding(&["sh", "-c", &script], dir.path(), &[]);
+        let planted = dir.path().join("uname");
+        std::fs::write(&planted, "#!/bin/sh\necho planted\n").unwrap();
+        std::fs::set_permissions(
+            &planted,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        assert!(matches!(
+            approved.check(&binding(&["sh", "-c", &script], dir.path(), &[])),
+            Err(Drift::File { .. })
+        ));
+    }
+
+    #[test]
+    fn variables_the_approval_did_not_show_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = binding(&["env"], dir.path(), &[]);
+        let with = binding(&["env"], dir.path(), &[("GREETING", "hi")]);
+        assert_eq!(
+            plain.check(&with),
+            Err(Drift::EnvMissing {
+                keys: vec!["GREETING".into()]
+            })
+        );
+        let other = binding(&["env"], dir.path(), &[("GREETING", "bye")]);
+        assert!(matches!(with.check(&other), Err(Drift::EnvMismatch { .. })));
+        assert!(matches!(with.check(&plain), Err(Drift::EnvMismatch { .. })));
+        assert_eq!(
+            with.check(&binding(&["env"], dir.path(), &[("GREETING", "hi")])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_working_directory_replaced_is_refused() {
+        let holder = tempfile::tempdir().unwrap();
+        let cwd = holder.path().join("w");
+        std::fs::create_dir(&cwd).unwrap();
+        let approved = binding(&["true"], &cwd, &[]);
+        std::fs::remove_dir(&cwd).unwrap();
+        std::fs::create_dir(&cwd).unwrap();
+        assert_eq!(
+            approved.check(&binding(&["true"], &cwd, &[])),
+            Err(Drift::Cwd)
+        );
+    }
+
+    #[test]
+    fn the_script_operand_is_shaped_as_openclaw_plans_carry_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "print(\"v1\")\n").unwrap();
+        let b = binding(&["python3", "a.py"], dir.path(), &[]);
+        let operand = b.operand(&["python3".into(), "a.py".into()]).unwrap();
+        assert_eq!(operand["argvIndex"], 1);
+        // OpenClaw's vector for this content.
+        assert_eq!(
+            operand["sha256"],
+            "e2a825567edf6017316f13512b35ebd795459451065f11edc7ded05f6bc8a90f"
+        );
+    }
+}

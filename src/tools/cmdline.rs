@@ -1,0 +1,1440 @@
+//! What a command line runs, as a shell would see it: the simple commands
+//! of an argv — and of every script it hands a shell (`sh -c`, `eval`, a
+//! here-document fed to a shell), command substitutions included — each
+//! with its words quoted, escaped and expanded as the shell would, the
+//! wrappers in front of it (`env`, `nice`, `timeout`, `xargs`, …) taken
+//! off, and the directory it runs in (`cd` is followed).
+//!
+//! The forbidden rules ([`super::forbidden`]) and the approval binding
+//! ([`super::binding`]) both read commands through here, so a rule is
+//! judged on what runs, not on how it was spelled: `rm -f -r /`, `r''m -rf
+//! //`, `rm -rf "${HOME}"` and `cd / && rm -rf *` are one command.
+//!
+//! It is a reading, not an interpreter: a variable nobody set expands to
+//! nothing (the worst case for `rm -rf "$DIR/"`), a command substitution
+//! to nothing (its own commands are read as well), control flow is read as
+//! if every branch ran, and what a program does with its input is not
+//! seen. It must never run anything, never touch the filesystem (callers
+//! resolve paths), and never panic or loop on any input: every input is
+//! read once, nesting is bounded.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+/// How deep scripts may nest (`sh -c "sh -c '…'"`, `$( $( … ) )`) before
+/// the rest is read as plain words.
+const MAX_DEPTH: usize = 8;
+/// Steps (commands, words, nested scripts) one reading takes at most: far
+/// beyond any command line a person writes, and few enough that a hostile
+/// one cannot hold the node's thread. A reading that runs out is
+/// `incomplete`, and its judges refuse it.
+const BUDGET: usize = 50_000;
+
+/// One simple command, expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The words after the wrappers: `words[0]` names the program.
+    pub words: Vec<Word>,
+    /// Where it runs (the call's directory, or where `cd` led).
+    pub cwd: PathBuf,
+    /// Redirection targets (`> FILE`, `2>>FILE`, `<FILE`).
+    pub redirects: Vec<Word>,
+    /// The `PATH` it runs with (the call's, or one an assignment in front
+    /// of it, an `env` wrapper or the script set).
+    pub path: Option<String>,
+}
+
+/// One word as the program receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    /// It holds a glob character (`*`, `?`, `[`) the shell would expand.
+    pub glob: bool,
+}
+
+impl Word {
+    fn plain(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            glob: false,
+        }
+    }
+}
+
+/// Everything a command line runs.
+#[derive(Debug, Default)]
+pub struct Reading {
+    pub commands: Vec<Command>,
+    /// The command line was too large or too deep to read to its end.
+    pub incomplete: bool,
+}
+
+impl Reading {
+    /// Every word of every command (programs and arguments), expanded.
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        self.commands
+            .iter()
+            .flat_map(|c| c.words.iter())
+            .map(|w| w.text.as_str())
+    }
+}
+
+/// Reads `argv` (a program and its arguments, no shell between) run in
+/// `cwd` with the variables `vars` (what its environment holds).
+pub fn read(argv: &[String], cwd: &Path, vars: HashMap<String, String>) -> Reading {
+    let mut reader = Reader {
+        out: Vec::new(),
+        home: vars.get("HOME").cloned().unwrap_or_default(),
+        budget: BUDGET,
+    };
+    let words = argv.iter().map(|a| Word::plain(a)).collect();
+    let mut state = State {
+        cwd: lexical(cwd),
+        vars,
+    };
+    reader.command_with(words, Vec::new(), &mut state, 0);
+    Reading {
+        incomplete: reader.budget == 0,
+        commands: reader.out,
+    }
+}
+
+/// Reads a shell script as `sh -c SCRIPT` would run it.
+#[cfg(test)]
+pub fn read_script(script: &str, cwd: &Path, vars: HashMap<String, String>) -> Reading {
+    let mut reader = Reader {
+        out: Vec::new(),
+        home: vars.get("HOME").cloned().unwrap_or_default(),
+        budget: BUDGET,
+    };
+    let mut state = State {
+        cwd: lexical(cwd),
+        vars,
+    };
+    reader.script(script, &mut state, 0);
+    Reading {
+        incomplete: reader.budget == 0,
+        commands: reader.out,
+    }
+}
+
+/// The shell a program name is, if it is one that runs `-c` scripts.
+pub fn is_shell(name: &str) -> bool {
+    matches!(
+        base(name),
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "posh" | "rbash"
+    )
+}
+
+/// A path's last component (a program's name however it was spelled).
+pub fn base(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// `.` and `..` resolved on the text alone (`..` at the root stays there,
+/// as the kernel does), `//` collapsed; relative paths are made absolute
+/// against nothing (callers join a directory first).
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if out.parent().is_some() {
+                    out.pop();
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// Where a command line is, as it is read.
+struct State {
+    cwd: PathBuf,
+    vars: HashMap<String, String>,
+}
+
+struct Reader {
+    out: Vec<Command>,
+    home: String,
+    /// Steps left (see [`BUDGET`]).
+    budget: usize,
+}
+
+/// A word before expansion: its pieces, each quoted or not.
+#[derive(Debug, Clone, Default)]
+struct Raw {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    /// Text; `quoted` text is never split or globbed.
+    Text { text: String, quoted: bool },
+    /// `$NAME`, `${NAME}`, `${NAME:-default}`, …
+    Var {
+        name: String,
+        quoted: bool,
+        /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set).
+        default: Option<(char, bool, Raw)>,
+    },
+    /// `$(…)` or `` `…` ``: read as commands of its own; expands to nothing.
+    Sub(String),
+    /// `~` or `~user` at the start of a word.
+    Tilde(String),
+}
+
+/// Tokens of one script.
+#[derive(Debug)]
+enum Token {
+    Word(Raw),
+    /// `;`, `&`, `|`, `&&`, `||`, `(`, `)`, a newline: the end of a command.
+    Break,
+    /// `>`, `<<`, `2>&1`, …: the next word is its target (or, for `<<`, the
+    /// here-document's delimiter; the document follows as `Heredoc`).
+    Redirect {
+        heredoc: bool,
+        herestring: bool,
+    },
+    Heredoc(String),
+}
+
+impl Reader {
+    /// Reads a script's commands in order, `cd` and assignments followed.
+    fn script(&mut self, text: &str, state: &mut State, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.budget = 0;
+            return;
+        }
+        if !self.spend(text.len() / 64 + 1) {
+            return;
+        }
+        let mut words: Vec<Raw> = Vec::new();
+        let mut redirects: Vec<Raw> = Vec::new();
+        let mut tokens = tokenize(text).into_iter().peekable();
+        while let Some(token) = tokens.next() {
+            match token {
+                Token::Word(raw) => words.push(raw),
+                Token::Redirect { heredoc: true, .. } => {}
+                Token::Redirect { herestring, .. } => {
+                    let Some(Token::Word(target)) = tokens.next_if(|t| matches!(t, Token::Word(_)))
+                    else {
+                        continue;
+                    };
+                    if !herestring {
+                        redirects.push(target);
+                    } else if fed_to_shell(&words) {
+                        // `sh <<< "rm -rf /"`: the text is the shell's script.
+                        let text = self.expand_joined(&target, state, depth);
+                        self.script(&text, state, depth + 1);
+                    }
+                }
+                // A here-document fed to a shell is its script.
+                Token::Heredoc(body) if fed_to_shell(&words) => {
+                    self.script(&body, state, depth + 1);
+                }
+                Token::Heredoc(_) => {}
+                Token::Break => {
+                    self.simple(std::mem::take(&mut words), &redirects, state, depth);
+                    redirects.clear();
+                }
+            }
+        }
+        self.simple(words, &redirects, state, depth);
+    }
+
+    /// One simple command of a script: assignments in front, then words.
+    fn simple(&mut self, raws: Vec<Raw>, redirects: &[Raw], state: &mut State, depth: usize) {
+        // Reserved words that only lead into the real command.
+        let mut raws: &[Raw] = &raws;
+        while let Some(first) = raws.first().and_then(Raw::literal) {
+            if matches!(
+                first.as_str(),
+                "{" | "}"
+                    | "!"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "elif"
+                    | "fi"
+                    | "do"
+                    | "done"
+                    | "while"
+                    | "until"
+                    | "time"
+                    | "esac"
+                    | "in"
+            ) {
+                raws = &raws[1..];
+            } else {
+                break;
+            }
+        }
+        if raws
+            .first()
+            .and_then(Raw::literal)
+            .is_some_and(|w| w == "for" || w == "case")
+        {
+            // `for X in WORDS` / `case WORD in`: no command of its own. The
+            // loop's variable holds every word at once: `rm -rf $X` in the
+            // body is read as removing them all.
+            let words: Vec<String> = raws
+                .iter()
+                .skip(3)
+                .flat_map(|raw| self.expand(raw, state, depth))
+                .map(|w| w.text)
+                .collect();
+            if let Some(name) = raws.get(1).and_then(Raw::literal).filter(|n| is_name(n))
+                && raws.first().and_then(Raw::literal).as_deref() == Some("for")
+            {
+                state.vars.insert(name, words.join(" "));
+            }
+            return;
+        }
+        // Leading NAME=value: for this command only, or (alone) the shell's.
+        let mut assigned = HashMap::new();
+        let mut at = 0;
+        while let Some((name, value)) = raws.get(at).and_then(|r| r.assignment()) {
+            let value = self.expand_joined(&value, state, depth);
+            assigned.insert(name, value);
+            at += 1;
+        }
+        let mut words: Vec<Word> = Vec::new();
+        for raw in &raws[at..] {
+            words.extend(self.expand(raw, state, depth));
+        }
+        let redirects: Vec<Word> = redirects
+            .iter()
+            .flat_map(|r| self.expand(r, state, depth))
+            .collect();
+        if words.is_empty() {
+            state.vars.extend(assigned);
+            if !redirects.is_empty() {
+                self.push(Command {
+                    words,
+                    cwd: state.cwd.clone(),
+                    redirects,
+                    path: state.vars.get("PATH").cloned(),
+                });
+            }
+            return;
+        }
+        let mut vars = state.vars.clone();
+        vars.extend(assigned);
+        match words[0].text.as_str() {
+            "cd" | "pushd" => {
+                let target = words
+                    .iter()
+                    .skip(1)
+                    .find(|w| w.text == "-" || !w.text.starts_with('-'));
+                let next = match target.map(|w| w.text.as_str()) {
+                    None | Some("") => PathBuf::from(
+                        state
+                            .vars
+                            .get("HOME")
+                            .cloned()
+                            .unwrap_or_else(|| self.home.clone()),
+                    ),
+                    Some("-") => {
+                        PathBuf::from(state.vars.get("OLDPWD").cloned().unwrap_or_default())
+                    }
+                    Some(dir) => state.cwd.join(dir),
+                };
+                if !next.as_os_str().is_empty() {
+                    let old = std::mem::replace(&mut state.cwd, lexical(&next));
+                    state
+                        .vars
+                        .insert("OLDPWD".into(), old.to_string_lossy().into_owned());
+                    state
+                        .vars
+                        .insert("PWD".into(), state.cwd.to_string_lossy().into_owned());
+                }
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                for word in &words[1..] {
+                    if let Some((name, value)) = word.text.split_once('=')
+                        && is_name(name)
+                    {
+                        state.vars.insert(name.to_owned(), value.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut inner = State {
+            cwd: state.cwd.clone(),
+            vars,
+        };
+        self.command_with(words, redirects, &mut inner, depth);
+    }
+
+    /// A command given as words (an argv, or a script's simple command):
+    /// wrappers come off, and what it hands a shell is read too.
+    fn command_with(
+        &mut self,
+        mut words: Vec<Word>,
+        redirects: Vec<Word>,
+        state: &mut State,
+        depth: usize,
+    ) {
+        if depth > MAX_DEPTH {
+            self.budget = 0;
+            return;
+        }
+        let mut redirects = redirects;
+        for _ in 0..=MAX_DEPTH {
+            match unwrap(&words, state) {
+                Unwrapped::Inner(rest) => {
+                    // The wrapper itself runs too (its program is bound).
+                    self.push(Command {
+                        words: words[..1].to_vec(),
+                        cwd: state.cwd.clone(),
+                        redirects: std::mem::take(&mut redirects),
+                        path: state.vars.get("PATH").cloned(),
+                    });
+                    words = rest;
+                }
+                Unwrapped::Split(rest) => words = rest,
+                Unwrapped::Done => break,
+            }
+            if words.is_empty() {
+                return;
+            }
+        }
+        let program = base(&words[0].text).to_owned();
+        {
+            if is_shell(&program) {
+                // Any argument may be the script (`-c X`, `-c -- X`,
+                // `--rcfile F -c X`): which one runs is the shell's business,
+                // so every non-option argument is read as one.
+                if has_command_flag(&words) {
+                    for word in words[1..].iter().filter(|w| !w.text.starts_with('-')) {
+                        let mut inner = State {
+                            cwd: state.cwd.clone(),
+                            vars: state.vars.clone(),
+                        };
+                        self.script(&word.text, &mut inner, depth + 1);
+                    }
+                }
+            } else if program == "eval" {
+                let text: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+                let mut inner = State {
+                    cwd: state.cwd.clone(),
+                    vars: state.vars.clone(),
+                };
+                self.script(&text.join(" "), &mut inner, depth + 1);
+            } else if program == "find" {
+                // `-exec CMD … ;`, `-execdir`, `-ok`: commands of their own.
+                let mut i = 1;
+                while i < words.len() {
+                    if matches!(
+                        words[i].text.as_str(),
+                        "-exec" | "-execdir" | "-ok" | "-okdir"
+                    ) {
+                        let end = words[i + 1..]
+                            .iter()
+                            .position(|w| w.text == ";" || w.text == "+")
+                            .map_or(words.len(), |p| i + 1 + p);
+                        let inner: Vec<Word> = words[i + 1..end].to_vec();
+                        if !inner.is_empty() {
+                            let mut st = State {
+                                cwd: state.cwd.clone(),
+                                vars: state.vars.clone(),
+                            };
+                            self.command_with(inner, Vec::new(), &mut st, depth + 1);
+                        }
+                        i = end;
+                    }
+                    i += 1;
+                }
+            }
+        }
+        self.push(Command {
+            words,
+            cwd: state.cwd.clone(),
+            redirects,
+            path: state.vars.get("PATH").cloned(),
+        });
+    }
+
+    fn push(&mut self, command: Command) {
+        if self.spend(1 + command.words.len()) {
+            self.out.push(command);
+        }
+    }
+
+    /// Takes `steps` from the budget; false (and nothing more is read) once
+    /// it is spent.
+    fn spend(&mut self, steps: usize) -> bool {
+        self.budget = self.budget.saturating_sub(steps);
+        self.budget > 0
+    }
+
+    /// A word's fields after expansion: unquoted expansions split on
+    /// blanks, as the shell splits them.
+    fn expand(&mut self, raw: &Raw, state: &mut State, depth: usize) -> Vec<Word> {
+        if !self.spend(raw.parts.len()) {
+            return Vec::new();
+        }
+        let mut fields: Vec<Word> = Vec::new();
+        let mut current = Word::plain("");
+        let mut started = false;
+        for part in &raw.parts {
+            match part {
+                Part::Text { text, quoted } => {
+                    current.text.push_str(text);
+                    current.glob |= !quoted && text.contains(['*', '?', '[']);
+                    started = true;
+                }
+                Part::Tilde(user) => {
+                    current.text.push_str(&self.tilde(user, state));
+                    started = true;
+                }
+                Part::Sub(text) => {
+                    if !self.spend(state.vars.len()) {
+                        continue;
+                    }
+                    let mut inner = State {
+                        cwd: state.cwd.clone(),
+                        vars: state.vars.clone(),
+                    };
+                    self.script(text, &mut inner, depth + 1);
+                }
+                Part::Var {
+                    name,
+                    quoted,
+                    default,
+                } => {
+                    let value = self.var(name, default.as_ref(), state, depth);
+                    if *quoted {
+                        current.text.push_str(&value);
+                        started = true;
+                        continue;
+                    }
+                    // Unquoted: split on blanks; glob characters stay live.
+                    let mut pieces = value.split([' ', '\t', '\n']).peekable();
+                    let leading_blank = value.starts_with([' ', '\t', '\n']);
+                    if leading_blank && started {
+                        fields.push(std::mem::replace(&mut current, Word::plain("")));
+                        started = false;
+                    }
+                    while let Some(piece) = pieces.next() {
+                        current.text.push_str(piece);
+                        current.glob |= piece.contains(['*', '?', '[']);
+                        started |= !piece.is_empty();
+                        if pieces.peek().is_some() && started {
+                            fields.push(std::mem::replace(&mut current, Word::plain("")));
+                            started = false;
+                        }
+                    }
+                }
+            }
+        }
+        // An unquoted expansion to nothing is no word at all; `""` is one.
+        let quoted_empty = raw
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Text { quoted: true, .. }));
+        if started || quoted_empty || !current.text.is_empty() {
+            fields.push(current);
+        }
+        fields
+    }
+
+    /// A word expanded as one string (an assignment's value, a here-string).
+    fn expand_joined(&mut self, raw: &Raw, state: &mut State, depth: usize) -> String {
+        let mut quoted = raw.clone();
+        for part in &mut quoted.parts {
+            if let Part::Var { quoted, .. } | Part::Text { quoted, .. } = part {
+                *quoted = true;
+            }
+        }
+        self.expand(&quoted, state, depth)
+            .into_iter()
+            .map(|w| w.text)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn var(
+        &mut self,
+        name: &str,
+        default: Option<&(char, bool, Raw)>,
+        state: &mut State,
+        depth: usize,
+    ) -> String {
+        let value = match name {
+            "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
+            "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
+            _ => state.vars.get(name).cloned(),
+        };
+        match default {
+            Some((op, colon, word)) => {
+                let set = value.as_ref().is_some_and(|v| !*colon || !v.is_empty());
+                match op {
+                    '+' if set => self.expand_joined(word, state, depth),
+                    '+' => String::new(),
+                    '-' | '=' if !set => {
+                        let text = self.expand_joined(word, state, depth);
+                        if *op == '=' {
+                            state.vars.insert(name.to_owned(), text.clone());
+                        }
+                        text
+                    }
+                    _ => value.unwrap_or_default(),
+                }
+            }
+            None => value.unwrap_or_default(),
+        }
+    }
+
+    fn tilde(&self, user: &str, state: &State) -> String {
+        if user.is_empty() {
+            return state
+                .vars
+                .get("HOME")
+                .cloned()
+                .unwrap_or_else(|| self.home.clone());
+        }
+        home_of(user).unwrap_or_else(|| format!("~{user}"))
+    }
+}
+
+/// What taking a wrapper off a command gives.
+enum Unwrapped {
+    /// `words[0]` is a wrapper that runs the rest (a program of its own).
+    Inner(Vec<Word>),
+    /// A builtin or reserved word in front: the rest is the command.
+    Split(Vec<Word>),
+    Done,
+}
+
+/// Takes one wrapper off the front of `words`, updating what the wrapped
+/// command runs with (`env K=V`, `env -C DIR`).
+fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
+    let Some(first) = words.first() else {
+        return Unwrapped::Done;
+    };
+    let name = base(&first.text);
+    let rest = &words[1..];
+    // Options of the wrapper, then its own operands, then the command.
+    let skip = |values: &[&str], operands: usize| -> Option<Vec<Word>> {
+        let mut i = 0;
+        while i < rest.len() {
+            let w = rest[i].text.as_str();
+            if w == "--" {
+                i += 1;
+                break;
+            }
+            if !w.starts_with('-') || w == "-" {
+                break;
+            }
+            let takes_value = values.contains(&w);
+            i += if takes_value { 2 } else { 1 };
+        }
+        let at = i + operands;
+        (at < rest.len()).then(|| rest[at..].to_vec())
+    };
+    let inner = match name {
+        "env" => {
+            let mut i = 0;
+            while i < rest.len() {
+                let w = rest[i].text.as_str();
+                if w == "--" {
+                    i += 1;
+                    continue;
+                }
+                if w == "-i" || w == "-" || w == "--ignore-environment" {
+                    state.vars.retain(|k, _| k == "HOME" || k == "PWD");
+                    i += 1;
+                } else if w == "-u" || w == "--unset" {
+                    if let Some(n) = rest.get(i + 1) {
+                        state.vars.remove(&n.text);
+                    }
+                    i += 2;
+                } else if w == "-C" || w == "--chdir" {
+                    if let Some(d) = rest.get(i + 1) {
+                        state.cwd = lexical(&state.cwd.join(&d.text));
+                    }
+                    i += 2;
+                } else if let Some(d) = w.strip_prefix("--chdir=") {
+                    state.cwd = lexical(&state.cwd.join(d));
+                    i += 1;
+                } else if w == "-S"
+                    || w == "--split-string"
+                    || w.starts_with("--split-string=")
+                    || (w.starts_with("-S") && w.len() > 2)
+                {
+                    // The string is split into words, which come first.
+                    let (text, used) = match w {
+                        "-S" | "--split-string" => (
+                            rest.get(i + 1).map(|s| s.text.clone()).unwrap_or_default(),
+                            2,
+                        ),
+                        _ => (
+                            w.strip_prefix("--split-string=")
+                                .or_else(|| w.strip_prefix("-S"))
+                                .unwrap_or("")
+                                .to_owned(),
+                            1,
+                        ),
+                    };
+                    let mut split: Vec<Word> = shell_words::split(&text)
+                        .unwrap_or_else(|_| text.split_whitespace().map(str::to_owned).collect())
+                        .iter()
+                        .map(|s| Word::plain(s))
+                        .collect();
+                    split.extend(rest[(i + used).min(rest.len())..].iter().cloned());
+                    let mut more = vec![first.clone()];
+                    more.extend(split);
+                    return unwrap(&more, state);
+                } else if w.starts_with('-') && w.len() > 1 {
+                    i += 1;
+                } else if let Some((k, v)) = w.split_once('=').filter(|(k, _)| is_name(k)) {
+                    state.vars.insert(k.to_owned(), v.to_owned());
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            (i < rest.len()).then(|| rest[i..].to_vec())
+        }
+        "nice" => skip(&["-n", "--adjustment"], 0),
+        "nohup" | "setsid" | "builtin" | "caffeinate" => skip(&[], 0),
+        "exec" => skip(&["-a"], 0),
+        "command" => {
+            // `command -v NAME` only looks a name up.
+            if rest
+                .iter()
+                .any(|w| w.text.starts_with("-v") || w.text.starts_with("-V"))
+            {
+                return Unwrapped::Done;
+            }
+            skip(&[], 0)
+        }
+        "timeout" => skip(&["-s", "--signal", "-k", "--kill-after"], 1),
+        "stdbuf" => skip(&["-i", "-o", "-e", "--input", "--output", "--error"], 0),
+        "time" => skip(&["-o", "--output", "-f", "--format"], 0),
+        "ionice" => skip(&["-c", "--class", "-n", "--classdata", "-p", "-P", "-u"], 0),
+        "taskset" => {
+            let cpus = rest.first().is_some_and(|w| w.text.starts_with('-'));
+            skip(&["-c", "--cpu-list"], usize::from(!cpus))
+        }
+        "chrt" => skip(&[], 1),
+        "flock" => skip(&["-w", "--timeout", "-E", "--conflict-exit-code"], 1),
+        "xargs" => skip(
+            &[
+                "-a",
+                "-d",
+                "-E",
+                "-e",
+                "-I",
+                "-i",
+                "-L",
+                "-l",
+                "-n",
+                "-P",
+                "-s",
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-lines",
+                "--max-chars",
+                "--replace",
+                "--eof",
+            ],
+            0,
+        ),
+        "busybox" | "toybox" => (!rest.is_empty()).then(|| rest.to_vec()),
+        "sudo" | "doas" => skip(&["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"], 0),
+        _ => return Unwrapped::Done,
+    };
+    match inner {
+        Some(inner) if matches!(name, "builtin" | "command" | "exec") => Unwrapped::Split(inner),
+        Some(inner) => Unwrapped::Inner(inner),
+        None => Unwrapped::Done,
+    }
+}
+
+/// Whether a shell's arguments include `-c` (alone or in a cluster such as
+/// `-lc`, `-ec`) among its options.
+fn has_command_flag(words: &[Word]) -> bool {
+    let mut i = 1;
+    while i < words.len() {
+        let t = words[i].text.as_str();
+        if t == "--" || !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
+            return false;
+        }
+        if t == "--command" || (!t.starts_with("--") && t.starts_with('-') && t[1..].contains('c'))
+        {
+            return true;
+        }
+        // Options that take the next word as their value.
+        if matches!(t, "-o" | "-O" | "+o" | "+O" | "--rcfile" | "--init-file") {
+            i += 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether the command so far is a shell, which reads what it is fed.
+fn fed_to_shell(words: &[Raw]) -> bool {
+    words
+        .iter()
+        .find_map(|w| w.literal().filter(|t| !t.contains('=')))
+        .is_some_and(|program| is_shell(&program))
+}
+
+fn is_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A user's home directory from /etc/passwd (read as text: the static
+/// executable must not load NSS modules).
+fn home_of(user: &str) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 6 && f[0] == user)
+        .map(|f| f[5].to_owned())
+}
+
+impl Raw {
+    /// The word's text when it is all literal (reserved words, `cd`).
+    fn literal(&self) -> Option<String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text { text, .. } => out.push_str(text),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// `NAME=value` (unquoted name): the name and the value's pieces.
+    fn assignment(&self) -> Option<(String, Raw)> {
+        let Some(Part::Text {
+            text,
+            quoted: false,
+        }) = self.parts.first()
+        else {
+            return None;
+        };
+        let (name, first) = text.split_once('=')?;
+        if !is_name(name) {
+            return None;
+        }
+        let mut value = Raw::default();
+        if !first.is_empty() {
+            value.parts.push(Part::Text {
+                text: first.to_owned(),
+                quoted: false,
+            });
+        }
+        value.parts.extend(self.parts[1..].iter().cloned());
+        Some((name.to_owned(), value))
+    }
+}
+
+/// Splits shell text into words and operators, with quotes, escapes,
+/// expansions, comments and here-documents understood.
+fn tokenize(text: &str) -> Vec<Token> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let mut word = Raw::default();
+    let mut in_word = false;
+    let mut pending_heredocs: Vec<(String, bool)> = Vec::new();
+    let mut i = 0;
+    let finish = |tokens: &mut Vec<Token>, word: &mut Raw, in_word: &mut bool| {
+        if *in_word {
+            tokens.push(Token::Word(std::mem::take(word)));
+            *in_word = false;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' | '\r' => {
+                finish(&mut tokens, &mut word, &mut in_word);
+                i += 1;
+            }
+            '\n' => {
+                finish(&mut tokens, &mut word, &mut in_word);
+                i += 1;
+                // Here-documents start on the next line; they belong to the
+                // line's commands, so they come before its end.
+                for (delimiter, strip_tabs) in std::mem::take(&mut pending_heredocs) {
+                    let (body, next) = heredoc(&chars, i, &delimiter, strip_tabs);
+                    tokens.push(Token::Heredoc(body));
+                    i = next;
+                }
+                tokens.push(Token::Break);
+            }
+            '#' if !in_word => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            ';' | '&' | '|' | '(' | ')' => {
+                // `&>` and `&>>` redirect; `>&`/`<&` are handled with `>`.
+                if c == '&' && chars.get(i + 1) == Some(&'>') {
+                    finish(&mut tokens, &mut word, &mut in_word);
+                    i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
+                    tokens.push(Token::Redirect {
+                        heredoc: false,
+                        herestring: false,
+                    });
+                    continue;
+                }
+                finish(&mut tokens, &mut word, &mut in_word);
+                tokens.push(Token::Break);
+                i += 1;
+                while i < chars.len() && matches!(chars[i], ';' | '&' | '|') {
+                    i += 1;
+                }
+            }
+            '<' | '>' => {
+                // A redirection; digits just before it name a descriptor.
+                if in_word && word.parts.iter().all(|p| matches!(p, Part::Text { text, quoted: false } if text.chars().all(|c| c.is_ascii_digit()))) {
+                    word = Raw::default();
+                    in_word = false;
+                } else {
+                    finish(&mut tokens, &mut word, &mut in_word);
+                }
+                let mut op = String::from(c);
+                i += 1;
+                while i < chars.len()
+                    && matches!(chars[i], '<' | '>' | '&' | '|' | '-')
+                    && op.len() < 3
+                {
+                    op.push(chars[i]);
+                    i += 1;
+                }
+                // `>&2`, `2>&1`, `<&-`: a descriptor, not a file.
+                if op.ends_with('&') || op.ends_with("&-") {
+                    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let heredoc = op.starts_with("<<") && !op.starts_with("<<<");
+                let herestring = op.starts_with("<<<");
+                if heredoc {
+                    // The delimiter is the next word, quotes removed.
+                    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+                        i += 1;
+                    }
+                    let start = i;
+                    while i < chars.len()
+                        && !matches!(
+                            chars[i],
+                            ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+                        )
+                    {
+                        i += 1;
+                    }
+                    let delimiter: String = chars[start..i]
+                        .iter()
+                        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                        .collect();
+                    pending_heredocs.push((delimiter, op.ends_with('-')));
+                    tokens.push(Token::Redirect {
+                        heredoc: true,
+                        herestring: false,
+                    });
+                    continue;
+                }
+                tokens.push(Token::Redirect {
+                    heredoc: false,
+                    herestring,
+                });
+            }
+            '\'' => {
+                let end = find(&chars, i + 1, '\'');
+                push_text(&mut word, chars[i + 1..end].iter().collect(), true);
+                in_word = true;
+                i = (end + 1).min(chars.len());
+            }
+            '"' => {
+                i = double_quoted(&chars, i + 1, &mut word);
+                in_word = true;
+            }
+            '\\' => {
+                if let Some(&next) = chars.get(i + 1)
+                    && next != '\n'
+                {
+                    push_text(&mut word, next.to_string(), true);
+                    in_word = true;
+                }
+                i += 2;
+            }
+            '$' if chars.get(i + 1) == Some(&'\'') => {
+                // $'…': ANSI-C quoting.
+                let (text, next) = ansi_c(&chars, i + 2);
+                push_text(&mut word, text, true);
+                in_word = true;
+                i = next;
+            }
+            '$' => {
+                i = dollar(&chars, i, false, &mut word);
+                in_word = true;
+            }
+            '`' => {
+                let end = find(&chars, i + 1, '`');
+                let inner: String = chars[i + 1..end].iter().collect();
+                word.parts.push(Part::Sub(inner.replace("\\`", "`")));
+                in_word = true;
+                i = (end + 1).min(chars.len());
+            }
+            '~' if !in_word => {
+                let mut j = i + 1;
+                while j < chars.len()
+                    && (chars[j].is_ascii_alphanumeric() || matches!(chars[j], '_' | '-' | '.'))
+                {
+                    j += 1;
+                }
+                let ends = j >= chars.len()
+                    || matches!(
+                        chars[j],
+                        '/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')' | ':'
+                    );
+                if ends {
+                    word.parts
+                        .push(Part::Tilde(chars[i + 1..j].iter().collect()));
+                    i = j;
+                } else {
+                    push_text(&mut word, "~".into(), false);
+                    i += 1;
+                }
+                in_word = true;
+            }
+            _ => {
+                push_text(&mut word, c.to_string(), false);
+                in_word = true;
+                i += 1;
+            }
+        }
+    }
+    finish(&mut tokens, &mut word, &mut in_word);
+    tokens
+}
+
+fn push_text(word: &mut Raw, text: String, quoted: bool) {
+    if let Some(Part::Text {
+        text: last,
+        quoted: q,
+    }) = word.parts.last_mut()
+        && *q == quoted
+    {
+        last.push_str(&text);
+        return;
+    }
+    word.parts.push(Part::Text { text, quoted });
+}
+
+/// The index of `close` from `from` on (or the end).
+fn find(chars: &[char], from: usize, close: char) -> usize {
+    let mut i = from;
+    while i < chars.len() && chars[i] != close {
+        if close == '`' && chars[i] == '\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i.min(chars.len())
+}
+
+/// `"…"` from just after the quote; returns the index after the closing one.
+fn double_quoted(chars: &[char], mut i: usize, word: &mut Raw) -> usize {
+    // An empty "" still makes a word.
+    push_text(word, String::new(), true);
+    while i < chars.len() {
+        match chars[i] {
+            '"' => return i + 1,
+            '\\' if matches!(chars.get(i + 1), Some('$' | '`' | '"' | '\\' | '\n')) => {
+                if chars[i + 1] != '\n' {
+                    push_text(word, chars[i + 1].to_string(), true);
+                }
+                i += 2;
+            }
+            '$' => i = dollar(chars, i, true, word),
+            '`' => {
+                let end = find(chars, i + 1, '`');
+                word.parts
+                    .push(Part::Sub(chars[i + 1..end].iter().collect()));
+                i = (end + 1).min(chars.len());
+            }
+            c => {
+                push_text(word, c.to_string(), true);
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+/// `$…` at `i`; returns the index after it.
+fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
+    match chars.get(i + 1) {
+        Some('(') => {
+            let arithmetic = chars.get(i + 2) == Some(&'(');
+            let end = matching_paren(chars, i + 2);
+            let inner: String = chars[(i + 2).min(end)..end].iter().collect();
+            if !arithmetic {
+                word.parts.push(Part::Sub(inner));
+            }
+            (end + 1).min(chars.len())
+        }
+        Some('{') => {
+            let end = matching_brace(chars, i + 2);
+            let inner: String = chars[(i + 2).min(end)..end].iter().collect();
+            word.parts.push(braced(&inner, quoted));
+            (end + 1).min(chars.len())
+        }
+        Some(c) if c.is_ascii_alphabetic() || *c == '_' => {
+            let mut j = i + 1;
+            while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+                j += 1;
+            }
+            word.parts.push(Part::Var {
+                name: chars[i + 1..j].iter().collect(),
+                quoted,
+                default: None,
+            });
+            j
+        }
+        Some(c) if c.is_ascii_digit() || matches!(c, '@' | '*' | '#' | '?' | '$' | '!' | '-') => {
+            // Positional and special parameters: unknown here.
+            word.parts.push(Part::Var {
+                name: c.to_string(),
+                quoted,
+                default: None,
+            });
+            i + 2
+        }
+        _ => {
+            push_text(word, "$".into(), quoted);
+            i + 1
+        }
+    }
+}
+
+/// `${…}`'s inside: a name and, perhaps, a default.
+fn braced(inner: &str, quoted: bool) -> Part {
+    let inner = inner.strip_prefix('#').unwrap_or(inner);
+    let end = inner
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(inner.len());
+    let (name, rest) = inner.split_at(end);
+    let default = [":-", ":=", ":+", "-", "=", "+"]
+        .iter()
+        .find(|op| rest.starts_with(**op))
+        .map(|op| {
+            let text = &rest[op.len()..];
+            let mut raw = Raw::default();
+            if let Some(Token::Word(w)) = tokenize(text)
+                .into_iter()
+                .find(|t| matches!(t, Token::Word(_)))
+            {
+                raw = w;
+            }
+            (op.chars().last().unwrap_or('-'), op.starts_with(':'), raw)
+        });
+    Part::Var {
+        name: name.to_owned(),
+        quoted,
+        default,
+    }
+}
+
+fn matching_paren(chars: &[char], from: usize) -> usize {
+    let mut depth = 1usize;
+    let mut i = from;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '\'' => i = find(chars, i + 1, '\''),
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
+fn matching_brace(chars: &[char], from: usize) -> usize {
+    let mut depth = 1usize;
+    let mut i = from;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
+/// `$'…'` from just after the quote: the text and the index after it.
+fn ansi_c(chars: &[char], mut i: usize) -> (String, usize) {
+    let mut out = String::new();
+    while i < chars.len() {
+        match chars[i] {
+            '\'' => return (out, i + 1),
+            '\\' if i + 1 < chars.len() => {
+                let e = chars[i + 1];
+                i += 2;
+                match e {
+                    'n' => out.push('\n'),
+                    't' => out.push('\t'),
+                    'r' => out.push('\r'),
+                    'a' => out.push('\x07'),
+                    'b' => out.push('\x08'),
+                    'e' | 'E' => out.push('\x1b'),
+                    'f' => out.push('\x0c'),
+                    'v' => out.push('\x0b'),
+                    'x' => {
+                        let hex: String = chars[i..]
+                            .iter()
+                            .take(2)
+                            .take_while(|c| c.is_ascii_hexdigit())
+                            .collect();
+                        i += hex.len();
+                        if let Some(ch) =
+                            u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
+                        {
+                            out.push(ch);
+                        }
+                    }
+                    '0'..='7' => {
+                        let oct: String = std::iter::once(e)
+                            .chain(
+                                chars[i..]
+                                    .iter()
+                                    .copied()
+                                    .take(2)
+                                    .take_while(|c| ('0'..='7').contains(c)),
+                            )
+                            .collect();
+                        i += oct.len() - 1;
+                        if let Some(ch) = u32::from_str_radix(&oct, 8).ok().and_then(char::from_u32)
+                        {
+                            out.push(ch);
+                        }
+                    }
+                    other => out.push(other),
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    (out, i)
+}
+
+/// A here-document's body from line `i`: the text and the index after its
+/// delimiter line.
+fn heredoc(chars: &[char], mut i: usize, delimiter: &str, strip_tabs: bool) -> (String, usize) {
+    let mut body = String::new();
+    while i < chars.len() {
+        let end = find(chars, i, '\n');
+        let line: String = chars[i..end].iter().collect();
+        let line = if strip_tabs {
+            line.trim_start_matches('\t').to_owned()
+        } else {
+            line
+        };
+        i = (end + 1).min(chars.len());
+        if line == delimiter {
+            break;
+        }
+        body.push_str(&line);
+        body.push('\n');
+    }
+    (body, i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> HashMap<String, String> {
+        HashMap::from([("HOME".to_owned(), "/home/u".to_owned())])
+    }
+
+    fn commands(script: &str) -> Vec<(Vec<String>, String)> {
+        read_script(script, Path::new("/w"), vars())
+            .commands
+            .into_iter()
+            .map(|c| {
+                (
+                    c.words.into_iter().map(|w| w.text).collect(),
+                    c.cwd.to_string_lossy().into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    fn words_of(script: &str) -> Vec<Vec<String>> {
+        commands(script).into_iter().map(|(w, _)| w).collect()
+    }
+
+    #[test]
+    fn quotes_escapes_and_expansions_are_undone_as_a_shell_would() {
+        assert_eq!(
+            words_of(r#"r''m -rf "//" "$HOME"/x ${HOME}"#),
+            [["rm", "-rf", "//", "/home/u/x", "/home/u"]]
+        );
+        // A wrapper runs, and so does what it wraps.
+        assert_eq!(
+            words_of(r"su\do ls ~ ~/a"),
+            [vec!["sudo"], vec!["ls", "/home/u", "/home/u/a"]]
+        );
+        assert_eq!(
+            words_of("echo $'a\\x41' '$HOME'"),
+            [["echo", "aA", "$HOME"]]
+        );
+        assert_eq!(
+            words_of("echo ${NOPE:-/} ${HOME:+set} $NOPE"),
+            [["echo", "/", "set"]]
+        );
+        assert_eq!(
+            words_of(r#"X="a b"; echo $X "$X""#),
+            [vec!["echo", "a", "b", "a b"]]
+        );
+    }
+
+    #[test]
+    fn commands_split_on_operators_substitutions_and_heredocs() {
+        let got = words_of("a && b | c; d & e || f\ng $(h -x) `i`");
+        let programs: Vec<&str> = got.iter().map(|w| w[0].as_str()).collect();
+        assert_eq!(programs, ["a", "b", "c", "d", "e", "f", "h", "i", "g"]);
+        let got = words_of("bash <<'EOF'\nrm -rf /\nEOF\necho done");
+        assert!(got.iter().any(|w| w == &["rm", "-rf", "/"]), "{got:?}");
+        let got = words_of("sh <<< 'rm -rf /'");
+        assert!(got.iter().any(|w| w == &["rm", "-rf", "/"]), "{got:?}");
+        // A redirection's target is not an argument.
+        assert_eq!(words_of("echo hi > out 2>&1"), [["echo", "hi"]]);
+    }
+
+    #[test]
+    fn cd_and_assignments_are_followed() {
+        let got = commands("cd / && rm -rf *; cd ~; pwd; cd -; X=/etc; rm $X");
+        assert_eq!(
+            got[1],
+            (vec!["rm".into(), "-rf".into(), "*".into()], "/".into())
+        );
+        assert_eq!(
+            got.iter().find(|(w, _)| w[0] == "pwd").unwrap().1,
+            "/home/u"
+        );
+        assert_eq!(
+            got.last().unwrap(),
+            &(vec!["rm".into(), "/etc".into()], "/".into())
+        );
+        let got = commands("cd .. ; cd ../../..; ls");
+        assert_eq!(got.last().unwrap().1, "/");
+    }
+
+    #[test]
+    fn wrappers_come_off_and_nested_shells_are_read() {
+        let r = read(
+            &[
+                "env", "-i", "HOME=/", "nice", "-n", "5", "sh", "-c", "rm -rf ~",
+            ]
+            .map(str::to_owned),
+            Path::new("/w"),
+            vars(),
+        );
+        assert!(
+            r.commands.iter().any(|c| c
+                .words
+                .iter()
+                .map(|w| w.text.as_str())
+                .eq(["rm", "-rf", "/"])),
+            "{:?}",
+            r.commands
+        );
+        let got = words_of(
+            "timeout -s KILL 5 xargs -n1 busybox rm -rf /x; find / -exec rm -rf {} \\;; eval 'rm -rf /y'",
+        );
+        assert!(
+            got.contains(&vec!["rm".into(), "-rf".into(), "/x".into()]),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&vec!["rm".into(), "-rf".into(), "{}".into()]),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&vec!["rm".into(), "-rf".into(), "/y".into()]),
+            "{got:?}"
+        );
+        let got = words_of("command -v rm; env -S 'rm -rf /z'");
+        assert!(
+            got.contains(&vec!["rm".into(), "-rf".into(), "/z".into()]),
+            "{got:?}"
+        );
+        assert!(!got.iter().any(|w| w[0] == "rm" && w.len() == 1), "{got:?}");
+    }
+
+    #[test]
+    fn hostile_text_ends_without_a_panic() {
+        for text in [
+            "$(((((", "${", "'", "\"", "`", "<<", "<<<", "$'\\x", "a\\", "${X:-", "$((1+", "~",
+            "cd", "env -u", "env -S", "timeout", "x >", "$(", "))))", "{ }", "for x in",
+        ] {
+            let _ = read_script(text, Path::new("/"), vars());
+        }
+        // Deep nesting is bounded.
+        let deep = "eval ".repeat(50) + "rm -rf /";
+        assert!(read_script(&deep, Path::new("/"), vars()).incomplete);
+        let subs = "$(".repeat(10_000);
+        let _ = read_script(&subs, Path::new("/"), vars());
+        // Too much to read is said, not silently cut.
+        let many = "a; ".repeat(100_000);
+        assert!(read_script(&many, Path::new("/"), vars()).incomplete);
+        assert!(!read_script("a; b", Path::new("/"), vars()).incomplete);
+    }
+
+    #[test]
+    fn lexical_paths_collapse_dots_and_slashes() {
+        for (given, want) in [
+            ("//", "/"),
+            ("/./", "/"),
+            ("/usr/", "/usr"),
+            ("/a/../..", "/"),
+            ("/usr/./bin//", "/usr/bin"),
+        ] {
+            assert_eq!(lexical(Path::new(given)), PathBuf::from(want), "{given}");
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! An approval covers exactly what runs (issue 23 §1): the variables its
+//! plan showed, the script and the program as they were when it was shown,
+//! once — and the forbidden rules hold for every spelling, whoever
+//! approved. Against the fake gateway, as OpenClaw's exec tool drives a
+//! node: `system.run.prepare`, an operator's answer, `system.run` re-sent
+//! with the plan.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::path::Path;
+
+use common::gateway::{Config, FakeGateway};
+use common::node::{LONG, TtyNode, allowlist, connected, error_code, payload};
+use serde_json::{Value, json};
+
+/// Prepares `argv` (with `env`) for agent `main` as OpenClaw's exec tool
+/// does; the plan.
+async fn prepare(gw: &FakeGateway, argv: Value, env: Value) -> Value {
+    let mut params = json!({"command": argv, "security": "full", "ask": "off", "agentId": "main", "sessionKey": "agent:main:s"});
+    if !env.is_null() {
+        params["env"] = env;
+    }
+    payload(&gw.invoke("system.run.prepare", params).await)["plan"].clone()
+}
+
+/// `system.run` re-sent with an operator's `allow-once` for `plan`, with
+/// the variables `env`.
+async fn approved(gw: &FakeGateway, plan: &Value, env: Value) -> Value {
+    let mut params = json!({"command": plan["argv"], "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "main",
+        "sessionKey": "agent:main:s", "runId": "approval", "approved": true, "approvalDecision": "allow-once"});
+    if !env.is_null() {
+        params["env"] = env;
+    }
+    gw.invoke("system.run", params).await
+}
+
+fn message(result: &Value) -> String {
+    result["error"]["message"].as_str().unwrap_or("").to_owned()
+}
+
+fn executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_covers_only_the_variables_its_plan_showed() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    // Approved with none; sent with one.
+    let plan = prepare(&gw, json!(["printenv", "GREETING"]), Value::Null).await;
+    let run = approved(&gw, &plan, json!({"GREETING": "added"})).await;
+    assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{run}");
+    assert!(
+        message(&run).contains("APPROVAL_ENV_BINDING_MISSING"),
+        "{run}"
+    );
+    // Approved with one value; sent with another, or with none.
+    let plan = prepare(
+        &gw,
+        json!(["printenv", "GREETING"]),
+        json!({"GREETING": "shown"}),
+    )
+    .await;
+    let run = approved(&gw, &plan, json!({"GREETING": "other"})).await;
+    assert!(message(&run).contains("APPROVAL_ENV_MISMATCH"), "{run}");
+    let plan = prepare(
+        &gw,
+        json!(["printenv", "GREETING"]),
+        json!({"GREETING": "shown"}),
+    )
+    .await;
+    let run = approved(&gw, &plan, Value::Null).await;
+    assert!(message(&run).contains("APPROVAL_ENV_MISMATCH"), "{run}");
+    // What was shown runs.
+    let plan = prepare(
+        &gw,
+        json!(["printenv", "GREETING"]),
+        json!({"GREETING": "shown"}),
+    )
+    .await;
+    let run = approved(&gw, &plan, json!({"GREETING": "shown"})).await;
+    assert_eq!(payload(&run)["stdout"], "shown\n");
+    // A PATH added to an approved `sh -c ls` is refused outright, at the
+    // prepare and at the run: another `ls` would run.
+    let plan = prepare(&gw, json!(["/bin/sh", "-lc", "ls"]), Value::Null).await;
+    let run = approved(&gw, &plan, json!({"PATH": "/tmp/evil:/usr/bin:/bin"})).await;
+    assert_eq!(error_code(&run), "INVALID_REQUEST", "{run}");
+    let refused = gw
+        .invoke(
+            "system.run.prepare",
+            json!({"command": ["ls"], "env": {"PATH": "/tmp"}}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), "INVALID_REQUEST");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_rewritten_or_a_program_swapped_after_approval_does_not_run() {
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let ws = node.ws();
+    // `sh job.sh`: the script is bound, and the plan shows it as OpenClaw's do.
+    std::fs::write(ws.join("job.sh"), "echo approved\n").unwrap();
+    let plan = prepare(&gw, json!(["sh", "job.sh"]), Value::Null).await;
+    assert_eq!(plan["mutableFileOperand"]["argvIndex"], 1, "{plan}");
+    assert!(
+        plan["mutableFileOperand"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/job.sh")
+    );
+    std::fs::write(ws.join("job.sh"), "touch pwned\n").unwrap();
+    let run = approved(&gw, &plan, Value::Null).await;
+    assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{run}");
+    assert!(
+        message(&run).contains("approval script operand changed before execution"),
+        "{run}"
+    );
+    // ... and through a shell, an interpreter's options, a wrapper.
+    for argv in [
+        json!(["/bin/sh", "-lc", "sh job.sh"]),
+        json!(["bash", "-e", "job.sh"]),
+        json!(["nice", "-n", "1", "sh", "./job.sh"]),
+    ] {
+        std::fs::write(ws.join("job.sh"), "echo approved\n").unwrap();
+        let plan = prepare(&gw, argv.clone(), Value::Null).await;
+        std::fs::write(ws.join("job.sh"), "touch pwned\n").unwrap();
+        let run = approved(&gw, &plan, Value::Null).await;
+        assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{argv}: {run}");
+    }
+    // `./tool`: the program is bound by the file, not its name.
+    executable(&ws.join("tool"), "#!/bin/sh\necho approved\n");
+    let plan = prepare(&gw, json!(["./tool"]), Value::Null).await;
+    executable(&ws.join("tool.new"), "#!/bin/sh\ntouch pwned\n");
+    std::fs::rename(ws.join("tool.new"), ws.join("tool")).unwrap();
+    let run = approved(&gw, &plan, Value::Null).await;
+    assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{run}");
+    assert!(!ws.join("pwned").exists(), "a changed file ran");
+    // Unchanged, it runs.
+    std::fs::write(ws.join("job.sh"), "echo approved\n").unwrap();
+    let plan = prepare(&gw, json!(["sh", "job.sh"]), Value::Null).await;
+    assert_eq!(
+        payload(&approved(&gw, &plan, Value::Null).await)["stdout"],
+        "approved\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_runs_its_plan_once() {
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let plan = prepare(
+        &gw,
+        json!(["/bin/sh", "-lc", "echo x >> count"]),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        payload(&approved(&gw, &plan, Value::Null).await)["exitCode"],
+        0
+    );
+    for _ in 0..3 {
+        let replay = approved(&gw, &plan, Value::Null).await;
+        assert_eq!(error_code(&replay), "SYSTEM_RUN_DENIED", "{replay}");
+    }
+    let count = std::fs::read_to_string(node.ws().join("count")).unwrap();
+    assert_eq!(count, "x\n", "the approved plan ran more than once");
+    // Prepared twice with different variables: which one the operator saw
+    // cannot be told, so neither runs.
+    let shown = prepare(
+        &gw,
+        json!(["printenv", "GREETING"]),
+        json!({"GREETING": "a"}),
+    )
+    .await;
+    let _other = prepare(
+        &gw,
+        json!(["printenv", "GREETING"]),
+        json!({"GREETING": "b"}),
+    )
+    .await;
+    let run = approved(&gw, &shown, json!({"GREETING": "b"})).await;
+    assert_eq!(error_code(&run), "SYSTEM_RUN_DENIED", "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_answer_covers_the_script_as_it_was_shown() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let mut node = TtyNode::start(&gw.url());
+    gw.wait_hellos(1, LONG).await;
+    std::fs::write(node.ws.join("job.sh"), "echo shown\n").unwrap();
+    let run = |gw: &FakeGateway| {
+        gw.request(
+            "run_command",
+            &json!({"command": ["sh", "job.sh"]}).to_string(),
+            30_000,
+        )
+    };
+    // Rewritten while the question waits: the answer does not cover it.
+    let id = run(&gw);
+    node.wait_prompts(1).await;
+    std::fs::write(node.ws.join("job.sh"), "touch pwned\n").unwrap();
+    node.answer("o\n");
+    let result = gw.result(&id, LONG).await;
+    assert_eq!(error_code(&result), "SYSTEM_RUN_DENIED", "{result}");
+    assert!(!node.ws.join("pwned").exists());
+    // "Always" covers the script as it was: changed, it is asked again.
+    std::fs::write(node.ws.join("job.sh"), "echo shown\n").unwrap();
+    let id = run(&gw);
+    node.wait_prompts(2).await;
+    node.answer("a\n");
+    assert_eq!(payload(&gw.result(&id, LONG).await)["stdout"], "shown\n");
+    assert_eq!(
+        payload(
+            &gw.invoke("run_command", json!({"command": ["sh", "job.sh"]}))
+                .await
+        )["stdout"],
+        "shown\n"
+    );
+    assert_eq!(node.prompts(), 2, "an unchanged script was asked again");
+    std::fs::write(node.ws.join("job.sh"), "echo changed\n").unwrap();
+    let id = run(&gw);
+    node.wait_prompts(3).await;
+    node.answer("d\n");
+    assert_eq!(error_code(&gw.result(&id, LONG).await), "USER_REJECTED");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    // Even an allowlist entry for everything opens none of them.
+    allowlist(&gw, json!(["/**"])).await;
+    let home = std::env::var("HOME").unwrap();
+    for argv in [
+        json!(["rm", "-f", "-r", "/"]),
+        json!(["rm", "/", "-rf"]),
+        json!(["rm", "-rf", "//"]),
+        json!(["rm", "-rf", "/./"]),
+        json!(["rm", "-rf", "/usr/"]),
+        json!(["rm", "-rf", "/var"]),
+        json!(["rm", "-rf", "/boot"]),
+        json!(["rm", "-rf", "/home"]),
+        json!(["rm", "-rf", "/root"]),
+        json!(["rm", "-rf", home]),
+        json!(["/bin/sh", "-lc", "rm -rf $HOME"]),
+        json!(["/bin/sh", "-lc", "rm -rf ${HOME}"]),
+        json!(["/bin/sh", "-lc", "cd / && rm -rf *"]),
+        json!(["/bin/sh", "-lc", "r\\m -r''f /u*"]),
+        json!(["env", "nice", "rm", "-rf", "/etc"]),
+    ] {
+        let run = gw.invoke("system.run", json!({"command": argv})).await;
+        assert_eq!(error_code(&run), "FORBIDDEN", "{argv}: {run}");
+    }
+    // In `/` itself, `.` is `/`.
+    let run = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["rm", "-rf", "."], "cwd": "/"}),
+        )
+        .await;
+    assert_eq!(error_code(&run), "FORBIDDEN", "{run}");
+    // What is not the system runs.
+    std::fs::create_dir(node.ws().join("build")).unwrap();
+    let run = gw
+        .invoke("system.run", json!({"command": ["rm", "-rf", "build"]}))
+        .await;
+    assert_eq!(payload(&run)["exitCode"], 0);
+    assert!(!node.ws().join("build").exists());
+}
