@@ -272,6 +272,16 @@ fn a_cancelled_call_stops_its_process_tree() {
     );
 }
 
+/// Killed outright (nothing of the server runs to stop it), the server
+/// still takes its calls' trees with it.
+#[test]
+fn a_server_killed_outright_takes_its_calls_trees_with_it() {
+    let (mut server, tree, _dir) = hanging_call(7);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    common::assert_gone_in_time(&tree, "a call's tree");
+}
+
 #[test]
 fn calls_run_concurrently() {
     let mut server = Server::initialized(&["--scenario", "sleep", "--sleep", "1.5"]);

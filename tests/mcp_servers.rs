@@ -380,6 +380,14 @@ async fn stopping_the_node_stops_every_servers_tree() {
     assert!(gone(left).await, "its child {left} outlived the node");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_killed_outright_takes_every_servers_tree_with_it() {
+    let (_gw, node, dir) = with_fake(&[], "--grandchild").await;
+    let (server, left) = grandchild(dir.path());
+    node.signal(libc::SIGKILL);
+    common::assert_gone_in_time(&[server, left], "a local MCP server's tree");
+}
+
 #[test]
 fn bad_server_flags_are_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();

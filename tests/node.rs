@@ -1153,6 +1153,24 @@ async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
     common::assert_all_gone(&[pid]);
 }
 
+/// A node killed outright (nothing of it runs) still takes what its
+/// commands started with it: the command, a child in its group, and one
+/// that left the group.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_killed_outright_takes_its_commands_trees_with_it() {
+    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let script =
+        "echo $$ > pids; sleep 60 & echo $! >> pids; setsid sleep 60 & echo $! >> pids; wait";
+    let _ = gw.request(
+        "system.run",
+        &json!({"command": ["/bin/sh", "-c", script]}).to_string(),
+        60_000,
+    );
+    let tree = common::wait_for_pids(&node.ws().join("pids"), 3);
+    node.signal(libc::SIGKILL);
+    common::assert_gone_in_time(&tree, "a command's tree");
+}
+
 // ---- Commands ------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread")]
