@@ -11,8 +11,8 @@ mod common;
 
 use std::path::Path;
 
-use common::gateway::{Config, FakeGateway};
-use common::node::{LONG, TtyNode, allowlist, connected, error_code, payload};
+use common::gateway::{Config, FakeGateway, TOKEN};
+use common::node::{LONG, Node, TtyNode, allowlist, connected, error_code, payload};
 use serde_json::{Value, json};
 
 /// Prepares `argv` (with `env`) for agent `main` as OpenClaw's exec tool
@@ -227,7 +227,25 @@ async fn a_terminal_answer_covers_the_script_as_it_was_shown() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
-    let (gw, node) = connected(Config::default(), &["--approval", "allow"]).await;
+    // Should a rule ever fail, what it let through must not wipe the
+    // machine running the tests: `rm` and `find` on the node's PATH only
+    // say they ran.
+    let bin = tempfile::tempdir().unwrap();
+    for name in ["rm", "find"] {
+        executable(&bin.path().join(name), "#!/bin/sh\necho \"ran $0 $*\"\n");
+    }
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let gw = FakeGateway::start(Config::default()).await;
+    let _node = Node::start_with_env(
+        &gw.url(),
+        &["--token", TOKEN, "--approval", "allow"],
+        &[("PATH", Path::new(&path))],
+    );
+    gw.wait_hellos(1, LONG).await;
     // Even an allowlist entry for everything opens none of them.
     allowlist(&gw, json!(["/**"])).await;
     let home = std::env::var("HOME").unwrap();
@@ -242,10 +260,11 @@ async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
         json!(["rm", "-rf", "/home"]),
         json!(["rm", "-rf", "/root"]),
         json!(["rm", "-rf", home]),
-        json!(["/bin/sh", "-lc", "rm -rf $HOME"]),
-        json!(["/bin/sh", "-lc", "rm -rf ${HOME}"]),
-        json!(["/bin/sh", "-lc", "cd / && rm -rf *"]),
-        json!(["/bin/sh", "-lc", "r\\m -r''f /u*"]),
+        json!(["/bin/sh", "-c", "rm -rf $HOME"]),
+        json!(["/bin/sh", "-c", "rm -rf ${HOME}"]),
+        json!(["/bin/sh", "-c", "cd / && rm -rf *"]),
+        json!(["/bin/sh", "-c", "r\\m -r''f /u*"]),
+        json!(["find", "/", "-delete"]),
         json!(["env", "nice", "rm", "-rf", "/etc"]),
     ] {
         let run = gw.invoke("system.run", json!({"command": argv})).await;
@@ -260,10 +279,11 @@ async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
         .await;
     assert_eq!(error_code(&run), "FORBIDDEN", "{run}");
     // What is not the system runs.
-    std::fs::create_dir(node.ws().join("build")).unwrap();
     let run = gw
         .invoke("system.run", json!({"command": ["rm", "-rf", "build"]}))
         .await;
-    assert_eq!(payload(&run)["exitCode"], 0);
-    assert!(!node.ws().join("build").exists());
+    assert_eq!(
+        payload(&run)["stdout"].as_str().unwrap(),
+        format!("ran {}/rm -rf build\n", bin.path().display())
+    );
 }
