@@ -13,6 +13,9 @@ Usage: cargo build --release && python3 scripts/bench_router.py [--runs N]
 3. kill latency: deadline -> router returns (the pipe closed: every process
    of the tree is gone), for a 3-level tree whose bottom level ignores
    SIGTERM (target <= grace + 100 ms).
+4. killed outright: SIGKILL of the router -> every process of its tree gone
+   (a 3-level tree whose lower levels ignore SIGTERM, and a child that left
+   the group with setsid), this build beside --baseline (target <= 1 s).
 Prints figures only; it asserts nothing (machines here are noisy).
 """
 import argparse
@@ -115,6 +118,60 @@ def kill_latency(runs):
           f"max {max(lat)*1e3:.0f} ms; grace {grace*1e3:.0f} ms  target <= grace + 100 ms")
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def outright(router, runs, give_up=5.0):
+    """Median and max time from SIGKILL of `router` to its tree gone, or
+    None for a tree still alive after `give_up` seconds (then killed)."""
+    times = []
+    for scenario, depth, n in [("grandchild", "2", 3), ("escaped", "1", 2)] * runs:
+        with tempfile.TemporaryDirectory() as d:
+            pid_file = os.path.join(d, "pids")
+            env = env_with(OPENCLAW_BIN=f"{FAKE} --scenario {scenario} --pid-file {pid_file}",
+                           FAKE_OPENCLAW_HOLD_DEPTH=depth, FAKE_OPENCLAW_HOLD_IGNORE_TERM="1")
+            child = subprocess.Popen([router, "-m", "hi", "--timeout", "60"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pids = []
+            deadline = time.monotonic() + 10
+            while len(pids) < n and time.monotonic() < deadline:
+                try:
+                    with open(pid_file) as f:
+                        pids = [int(x) for x in f.read().split()]
+                except OSError:
+                    pass
+                time.sleep(0.005)
+            time.sleep(0.05)
+            start = time.perf_counter()
+            child.kill()
+            child.wait()
+            while any(alive(p) for p in pids) and time.perf_counter() - start < give_up:
+                time.sleep(0.002)
+            left = [p for p in pids if alive(p)]
+            for p in left:
+                try:
+                    os.kill(p, 9)
+                except OSError:
+                    pass
+            times.append(None if left else time.perf_counter() - start)
+    done = [t for t in times if t is not None]
+    return done, len(times) - len(done)
+
+
+def killed_outright(runs, baseline):
+    for name, router in [("this build", ROUTER)] + ([("baseline", baseline)] if baseline else []):
+        done, stuck = outright(router, runs)
+        figures = (f"median {statistics.median(done)*1e3:.0f} ms, max {max(done)*1e3:.0f} ms"
+                   if done else "no tree ever went")
+        print(f"killed outright ({name}): SIGKILL of the router -> its whole tree gone: {figures}; "
+              f"{stuck} of {len(done)+stuck} trees still running after 5 s  target <= 1 s")
+
+
 def installed(path, into):
     """A copy of `path`, as `cargo install` makes one: the linker writes its
     output out of order, and the page cache then holds it in small pieces,
@@ -151,6 +208,7 @@ def run_all(args, baseline):
     overhead(max(args.runs * 10, 50), baseline, args.baseline)
     throughput(args.runs)
     kill_latency(args.runs)
+    killed_outright(args.runs, baseline)
 
 
 if __name__ == "__main__":

@@ -1278,6 +1278,37 @@ fn e2e_a_headless_node_asks_through_the_gateway_and_honours_its_approvals() {
     );
 }
 
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_approval_does_not_cover_a_script_rewritten_while_it_was_asked() {
+    // OpenClaw's exec sends `/bin/sh -lc "sh job.sh"`: the node binds
+    // job.sh to the plan the operator is shown.
+    let node = RealNode::start("e2e-approval-binding", &[]);
+    node.approve_surface();
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    std::fs::write(node.ws.join("job.sh"), format!("echo shown-{marker}\n")).unwrap();
+    let message = format!("[[exec:sh job.sh]] {marker}");
+    let ws = node.ws.clone();
+    let (text, asked) = turn_with_approvals(&message, &|_| {
+        // Rewritten while the operator looks at it.
+        std::fs::write(ws.join("job.sh"), "touch pwned\n").unwrap();
+        "allow-once"
+    });
+    assert_eq!(asked, 1, "one approval raised");
+    assert!(!node.ws.join("pwned").exists(), "the rewritten script ran");
+    assert!(!text.contains(&format!("shown-{marker}")), "{text}");
+    assert!(
+        node.log().contains("system.run → SYSTEM_RUN_DENIED"),
+        "{}",
+        node.log()
+    );
+    // Left alone, the same approval runs it.
+    std::fs::write(node.ws.join("job.sh"), format!("echo shown-{marker}\n")).unwrap();
+    let (text, asked) = turn_with_approvals(&message, &|_| "allow-once");
+    assert_eq!(asked, 1);
+    assert!(text.contains(&format!("shown-{marker}")), "{text}");
+}
+
 /// How many `node.event` requests the sandbox gateway has refused so far.
 fn refused_node_events() -> usize {
     gateway_log_count("res ✗ node.event")

@@ -443,6 +443,9 @@ impl Policy {
     /// (argv, a shell script's words, what follows `env`, `nice`, ...) —
     /// a deny list that a wrapper could step around would be worthless.
     fn denied(&self, call: &Call) -> Option<&str> {
+        if self.deny.is_empty() {
+            return None;
+        }
         let words = call.exec.as_ref().map(command_words).unwrap_or_default();
         self.deny
             .iter()
