@@ -1091,7 +1091,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
     match chars.get(i + 1) {
         Some('(') => {
             let arithmetic = chars.get(i + 2) == Some(&'(');
-            let end = matching_paren(chars, i + 2);
+            let end = matching(chars, i + 2, '(', ')');
             let inner: String = chars[(i + 2).min(end)..end].iter().collect();
             if !arithmetic {
                 word.parts.push(Part::Sub(inner));
@@ -1099,7 +1099,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
             (end + 1).min(chars.len())
         }
         Some('{') => {
-            let end = matching_brace(chars, i + 2);
+            let end = matching(chars, i + 2, '{', '}');
             let inner: String = chars[(i + 2).min(end)..end].iter().collect();
             word.parts.push(braced(&inner, quoted));
             (end + 1).min(chars.len())
@@ -1160,35 +1160,17 @@ fn braced(inner: &str, quoted: bool) -> Part {
     }
 }
 
-fn matching_paren(chars: &[char], from: usize) -> usize {
+/// The index of the `close` that ends a group opened just before `from`
+/// (nested groups and single quotes skipped), or the end.
+fn matching(chars: &[char], from: usize, open: char, close: char) -> usize {
     let mut depth = 1usize;
     let mut i = from;
     while i < chars.len() {
         match chars[i] {
             '\\' => i += 1,
-            '\'' => i = find(chars, i + 1, '\''),
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return i;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    chars.len()
-}
-
-fn matching_brace(chars: &[char], from: usize) -> usize {
-    let mut depth = 1usize;
-    let mut i = from;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 1,
-            '{' => depth += 1,
-            '}' => {
+            '\'' if open == '(' => i = find(chars, i + 1, '\''),
+            c if c == open => depth += 1,
+            c if c == close => {
                 depth -= 1;
                 if depth == 0 {
                     return i;
