@@ -60,8 +60,7 @@ const KILL_PASSES: usize = 5;
 const BETWEEN_KILLS_MS: i64 = 100;
 
 /// Makes sure the sentinel runs (starting it if need be) and returns
-/// whether it does. Called before a leader is spawned, so a tagged process
-/// is covered from its first instruction.
+/// whether it does.
 pub fn ensure() -> bool {
     let mut sentinel = SENTINEL.lock().unwrap_or_else(|e| e.into_inner());
     if sentinel.is_none() {

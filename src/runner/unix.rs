@@ -58,8 +58,13 @@ impl Tree {
             .get_or_insert_with(HashMap::new)
             .insert(pgid, tag.clone());
         drop(active);
+        // The sentinel starts (once) after the leader, so its fork is not
+        // on the leader's way; until it watches the group, the leader's
+        // parent-death signal covers the moment.
         #[cfg(target_os = "linux")]
-        super::sentinel::watch(pgid);
+        if super::sentinel::ensure() {
+            super::sentinel::watch(pgid);
+        }
         Ok(Self {
             child,
             pgid,
@@ -221,9 +226,8 @@ pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
 }
 
 /// The leader dies with us, however we die: the kernel TERMs it when we
-/// go (the parent-death signal, kept across exec), and the sentinel, which
-/// starts here if it is not running yet, stops the rest of its tree (see
-/// `sentinel.rs`). The signal is TERM, not KILL, so openclaw can still tell
+/// go (the parent-death signal, kept across exec), and the sentinel stops
+/// the rest of its tree (see `sentinel.rs`). The signal is TERM, not KILL, so openclaw can still tell
 /// its gateway; the sentinel KILLs what is left.
 ///
 /// Linux sends it when the *thread* that forked the child ends, not the
@@ -231,7 +235,6 @@ pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
 /// long as the program (`lib.rs`, `on_runtime`).
 #[cfg(target_os = "linux")]
 fn die_with_us(cmd: &mut tokio::process::Command) {
-    super::sentinel::ensure();
     // SAFETY: getpid in the parent; the hook makes two async-signal-safe
     // system calls between fork and exec.
     let parent = unsafe { libc::getpid() };
