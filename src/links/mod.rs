@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod command_queue;
 pub mod http;
 pub mod mcp_servers;
+pub mod replay;
 
 use std::path::Path;
 
