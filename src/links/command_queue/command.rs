@@ -26,7 +26,6 @@ pub const REJECTED: &str = "Rejected by Airlock/User";
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Command {
-    pub id: String,
     #[serde(default)]
     pub intent: String,
     #[serde(default)]
