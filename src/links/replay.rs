@@ -35,6 +35,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::hex;
+
 /// How long an id is kept after it was last seen.
 pub const KEEP: Duration = Duration::from_secs(24 * 3600);
 /// The most ids kept at once (about 4 MiB of memory, 5 MiB of file).
@@ -327,10 +329,6 @@ fn key(id: &str) -> [u8; 16] {
     let mut key = [0u8; 16];
     key.copy_from_slice(&digest[..16]);
     key
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<[u8; 16]> {

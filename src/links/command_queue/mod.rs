@@ -328,7 +328,7 @@ impl Poller {
         for raw in commands {
             let Some(id) = raw["id"].as_str().filter(|id| is_segment(id)) else {
                 use sha2::{Digest, Sha256};
-                let offender = command::hex(&Sha256::digest(raw.to_string().as_bytes()));
+                let offender = super::hex(&Sha256::digest(raw.to_string().as_bytes()));
                 self.tell_once(
                     &offender,
                     &format!(
@@ -615,7 +615,7 @@ fn fingerprint(state_dir: &std::path::Path) -> String {
             let _ = crate::gateway::identity::write_private(&path, id.as_bytes());
             id
         });
-    command::hex(&Sha256::digest(id.as_bytes()))
+    super::hex(&Sha256::digest(id.as_bytes()))
 }
 
 #[cfg(test)]
