@@ -704,6 +704,30 @@ async fn a_completion_that_fails_on_the_way_is_tried_again_until_the_queue_learn
     assert!(stderr.contains("HTTP 503"), "{stderr}");
     assert!(stderr.contains("completed at try 3"), "{stderr}");
     assert_eq!(runs_of(&cloud.state(), "flaky"), (1, 1));
+
+    // A queue that never takes it: tried a bounded number of times, and
+    // the node goes on.
+    cloud.test(
+        "/test/fail",
+        json!({"path": "/lost/complete", "status": 502, "times": 1000}),
+    );
+    cloud.enqueue(fs_command("lost", "list_files", json!({}), 0));
+    node.wait_stderr("its result is given up", Duration::from_secs(90))
+        .await;
+    let tries = cloud.state()["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/commands/lost/complete")
+        })
+        .count();
+    assert_eq!(tries, 6, "{}", node.stderr());
+    cloud.enqueue(fs_command("next", "list_files", json!({}), 0));
+    assert_eq!(cloud.completion("next").await["success"], true);
     no_contract_errors(&cloud);
 }
 
