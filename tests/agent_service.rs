@@ -288,6 +288,105 @@ fn a_repeated_tool_request_runs_once_and_both_get_its_result() {
     all_valid(&service);
 }
 
+/// The results posted for tool call `id`, in order.
+fn results_for(service: &FakeService, id: &str) -> Vec<Value> {
+    tool_results(service)
+        .into_iter()
+        .filter(|r| r["id"] == id)
+        .collect()
+}
+
+#[test]
+fn a_flood_of_new_tool_ids_cannot_push_an_old_one_out_and_a_restart_forgets_none() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let count = chat.ws.join("count");
+    let first = format!(
+        "call first run_command safe {{\"command\":[\"sh\",\"-c\",\"echo ran >> {}\"]}}\n",
+        count.display()
+    );
+    // More new ids than the 64 the chat used to remember, then the first again.
+    let mut lines = first.clone();
+    for i in 0..70 {
+        lines.push_str(&format!("call flood{i} list_files safe {{}}\n"));
+    }
+    lines.push_str(&first);
+    let run = chat.run(&service, &["--approval", "allow"], &lines);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "ran\n",
+        "run once"
+    );
+    let results = results_for(&service, "first");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["ok"], true, "{}", results[0]);
+    assert!(
+        results[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("DUPLICATE"),
+        "{}",
+        results[1]
+    );
+
+    // A restarted chat remembers it too.
+    let run = chat.run(&service, &["--approval", "allow"], &first);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "ran\n",
+        "run once"
+    );
+    let results = results_for(&service, "first");
+    assert!(
+        results[2]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("DUPLICATE"),
+        "{}",
+        results[2]
+    );
+
+    // A damaged memory: the chat does not start.
+    let memory = std::fs::read_dir(chat.state.join("replay"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_none())
+        .unwrap();
+    std::fs::write(&memory, "garbage\n").unwrap();
+    let run = chat.run(&service, &["--approval", "allow"], &first);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("is damaged"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "ran\n");
+    assert_eq!(results_for(&service, "first").len(), 3);
+    all_valid(&service);
+}
+
+#[test]
+fn tool_results_are_posted_over_a_bounded_number_of_connections() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    // 24 requests at once: 8 run, the rest are answered BUSY, and the
+    // service takes each result slowly.
+    let run = chat.run(
+        &service,
+        &["--approval", "allow"],
+        "burst 24 list_files safe {}\n",
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let (came, most) = run
+        .stdout
+        .trim()
+        .strip_suffix(" at once")
+        .and_then(|s| s.split_once(" results, at most "))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(came, "24", "every request answered");
+    let most: usize = most.parse().unwrap();
+    assert!(most <= 4, "{most} results were posted at once");
+    all_valid(&service);
+}
+
 #[test]
 fn a_stream_that_drops_or_falls_silent_mid_turn_is_reopened_and_the_message_resent() {
     let service = FakeService::start();

@@ -301,6 +301,64 @@ async fn wrong_tokens_unknown_sessions_and_frames_before_hello_are_closed() {
 }
 
 #[tokio::test]
+async fn strangers_get_a_small_frame_limit_and_bound_clients_keep_sixteen_mib() {
+    let (node, at) = bridge(&[]).await;
+    // Before hello, 64 KiB is too much: a hello takes a few hundred bytes.
+    let mut stranger = connect(&at).await;
+    let _ = stranger.send(Message::text("x".repeat(64 << 10))).await;
+    let (code, reason) = closed(&mut stranger).await;
+    assert_eq!(code, 1009, "{reason}");
+    assert!(reason.contains("before hello"), "{reason}");
+
+    // After hello, a 2 MiB frame is an ordinary one.
+    let (mut ws, _) = bound(&at, "s1").await;
+    let ts = "t".repeat(2 << 20);
+    send(&mut ws, json!({"type": "ping", "ts": ts})).await;
+    assert_eq!(next_of(&mut ws, "pong").await["ts"], ts);
+
+    // `bridge send` proves the token as it connects: a message larger than
+    // a stranger may send goes through.
+    let text = "m".repeat(100 << 10);
+    let (code, out, err) = bridge_send(&at, "s1", &text, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["delivered"],
+        true
+    );
+    assert_eq!(next_of(&mut ws, "inbound_message").await["content"], text);
+    // A wrong token there is refused before anything is read.
+    let mut request = format!("ws://{at}/bridge").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", "Bearer wrong".parse().unwrap());
+    assert!(tokio_tungstenite::connect_async(request).await.is_err());
+    assert!(node.stderr().contains("before hello"), "{}", node.stderr());
+}
+
+#[tokio::test]
+async fn a_flood_of_strangers_closes_the_oldest_and_bound_clients_keep_working() {
+    let (_node, at) = bridge(&["--approval", "allow"]).await;
+    let (mut client, _) = bound(&at, "s1").await;
+    let mut strangers = Vec::new();
+    for _ in 0..64 {
+        strangers.push(connect(&at).await);
+    }
+    // One more than the bridge lets wait for a hello: the oldest goes.
+    strangers.push(connect(&at).await);
+    let (code, reason) = closed(&mut strangers[0]).await;
+    assert_eq!(code, 1008, "{reason}");
+    assert!(reason.contains("waiting to say hello"), "{reason}");
+    // The others may still say hello.
+    send(&mut strangers[1], hello("s2", TOKEN)).await;
+    next_of(&mut strangers[1], "hello_ack").await;
+    // The bound client never noticed.
+    assert_eq!(
+        call(&mut client, "c1", "list_files", json!({})).await["ok"],
+        true
+    );
+}
+
+#[tokio::test]
 async fn permission_requests_are_decided_by_the_local_policy() {
     let (_node, at) = bridge(&["--approval", "deny", "--allow-command", "claude.Read"]).await;
     let (mut ws, _) = bound(&at, "s1").await;

@@ -543,7 +543,7 @@ async fn hostile_commands_and_answers_are_reported_and_the_node_keeps_polling() 
             .starts_with("Missing parameters")
     );
     cloud.enqueue(json!({"id": "", "intent": "filesystem.read_file"}));
-    node.wait_stderr("without a usable id (one a URL path can carry)", WAIT)
+    node.wait_stderr("without a usable id is skipped: \"\"", WAIT)
         .await;
     // Offered on every heartbeat, told once each (three such commands).
     cloud
@@ -595,6 +595,260 @@ async fn hostile_commands_and_answers_are_reported_and_the_node_keeps_polling() 
     let stderr = node.stderr();
     assert!(stderr.contains("not JSON"), "{stderr}");
     assert!(stderr.contains("larger than"), "{stderr}");
+    no_contract_errors(&cloud);
+}
+
+/// The resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// The same node (its state and workspace) started again, once it stopped.
+fn poll_again(cloud: &Cloud, node: &mut Node) {
+    let mut child = common::router()
+        .env("CLAWBOT_ROUTER_POLL_KEY", KEY)
+        .args([
+            "poll",
+            "--api",
+            &cloud.url(),
+            "--active-ms",
+            "100",
+            "--idle-ms",
+            "200",
+        ])
+        .arg("--state-dir")
+        .arg(node.state())
+        .arg("--workspace")
+        .arg(node.ws())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    node.stderr = common::collect(child.stderr.take().unwrap());
+    node.child = child;
+}
+
+fn runs_of(state: &Value, id: &str) -> (usize, usize) {
+    let count = |list: &str| {
+        state[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c == &id || c["id"] == id)
+            .count()
+    };
+    (count("started"), count("completed"))
+}
+
+#[tokio::test]
+async fn a_queue_flooding_commands_while_start_is_slow_keeps_the_node_small() {
+    let cloud = Cloud::start(&[]);
+    let node = poll(&cloud, &[]);
+    cloud
+        .until("registered", |s| s["heartbeats"].as_u64() >= Some(1))
+        .await;
+    // Every answer: 100 new commands of 32 KiB; every start: a minute.
+    cloud.test(
+        "/test/flood",
+        json!({"per_beat": 100, "pad": 32 << 10, "slow_start": 60}),
+    );
+    let state = cloud
+        .until("5000 commands (160 MiB) offered", |s| {
+            s["flood"]["offered"].as_u64() >= Some(5000)
+        })
+        .await;
+    let rss = rss_kib(node.child.id());
+    assert!(
+        state["flood"]["started"].as_u64() <= Some(3),
+        "only what the slots can run is taken: {}",
+        state["flood"]
+    );
+    assert!(
+        rss < 96 << 10,
+        "the node holds {rss} KiB after 160 MiB of commands were offered"
+    );
+}
+
+#[tokio::test]
+async fn a_completion_that_fails_on_the_way_is_tried_again_until_the_queue_learns_it() {
+    let cloud = Cloud::start(&[]);
+    let node = poll(&cloud, &[]);
+    cloud
+        .until("registered", |s| s["heartbeats"].as_u64() >= Some(1))
+        .await;
+    cloud.test(
+        "/test/fail",
+        json!({"path": "/flaky/complete", "status": 503, "times": 2}),
+    );
+    cloud.enqueue(fs_command("flaky", "list_files", json!({}), 0));
+    assert_eq!(cloud.completion("flaky").await["success"], true);
+    let tries = cloud.state()["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/commands/flaky/complete")
+        })
+        .count();
+    assert_eq!(tries, 3, "two 503s, then taken");
+    let stderr = node.stderr();
+    assert!(stderr.contains("HTTP 503"), "{stderr}");
+    assert!(stderr.contains("completed at try 3"), "{stderr}");
+    assert_eq!(runs_of(&cloud.state(), "flaky"), (1, 1));
+
+    // A queue that never takes it: tried a bounded number of times, and
+    // the node goes on.
+    cloud.test(
+        "/test/fail",
+        json!({"path": "/lost/complete", "status": 502, "times": 1000}),
+    );
+    cloud.enqueue(fs_command("lost", "list_files", json!({}), 0));
+    node.wait_stderr("its result is given up", Duration::from_secs(90))
+        .await;
+    let tries = cloud.state()["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/commands/lost/complete")
+        })
+        .count();
+    assert_eq!(tries, 6, "{}", node.stderr());
+    cloud.enqueue(fs_command("next", "list_files", json!({}), 0));
+    assert_eq!(cloud.completion("next").await["success"], true);
+    no_contract_errors(&cloud);
+}
+
+#[tokio::test]
+async fn command_ids_are_one_url_path_segment_or_skipped_with_one_line() {
+    let cloud = Cloud::start(&[]);
+    let node = poll(&cloud, &[]);
+    cloud
+        .until("registered", |s| s["heartbeats"].as_u64() >= Some(1))
+        .await;
+    let long = "x".repeat(300);
+    let bad = [
+        ".",
+        "..",
+        "a%2F..",
+        "x?y",
+        "x#y",
+        "x\u{1}y",
+        "x y",
+        long.as_str(),
+    ];
+    for id in bad {
+        cloud.enqueue(json!({"id": id, "intent": "filesystem.list_files"}));
+    }
+    // Dots inside an id are plain characters.
+    cloud.enqueue(fs_command("a..b", "list_files", json!({}), 0));
+    assert_eq!(cloud.completion("a..b").await["success"], true);
+    let beats = cloud.state()["heartbeats"].as_u64().unwrap();
+    let state = cloud
+        .until("five more heartbeats", |s| {
+            s["heartbeats"].as_u64().unwrap() >= beats + 5
+        })
+        .await;
+    assert_eq!(state["started"], json!(["a..b"]), "{:#}", state["log"]);
+    for entry in state["log"].as_array().unwrap() {
+        let path = entry["path"].as_str().unwrap();
+        assert!(
+            !path.contains("/./") && !path.contains("/../") && !path.contains('%'),
+            "{path}"
+        );
+    }
+    let stderr = node.stderr();
+    assert_eq!(
+        stderr.matches("without a usable id").count(),
+        bad.len(),
+        "one line each, however often offered: {stderr}"
+    );
+    assert!(stderr.contains("not '.' or '..'"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_flood_of_new_ids_cannot_push_an_old_one_out_of_the_replay_memory() {
+    let cloud = Cloud::start(&[]);
+    let _node = poll(&cloud, &[]);
+    // Offered on every heartbeat, from first to last.
+    let mut first = fs_command("first", "list_files", json!({}), 0);
+    first["redeliver"] = json!(true);
+    cloud.enqueue(first);
+    cloud.completion("first").await;
+    // More new ids than the 4096 the node used to remember, each
+    // completed at once (an unknown skill).
+    cloud.test("/test/flood", json!({"per_beat": 100, "kind": "unknown"}));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while cloud.state()["flood"]["completed"].as_u64() < Some(4200) {
+        assert!(Instant::now() < deadline, "{}", cloud.state()["flood"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    cloud.test("/test/flood", json!({"per_beat": 0}));
+    let beats = cloud.state()["heartbeats"].as_u64().unwrap();
+    let state = cloud
+        .until("five more heartbeats", |s| {
+            s["heartbeats"].as_u64().unwrap() >= beats + 5
+        })
+        .await;
+    assert_eq!(runs_of(&state, "first"), (1, 1), "run once, never again");
+    no_contract_errors(&cloud);
+}
+
+#[tokio::test]
+async fn a_restarted_node_does_not_run_a_command_again_and_a_damaged_memory_stops_it() {
+    let cloud = Cloud::start(&[]);
+    let mut node = poll(&cloud, &[]);
+    let mut once = fs_command("once", "list_files", json!({}), 0);
+    once["redeliver"] = json!(true);
+    cloud.enqueue(once);
+    cloud.completion("once").await;
+    node.signal(libc::SIGTERM);
+    assert_eq!(node.wait_exit(WAIT).await, Some(0));
+
+    poll_again(&cloud, &mut node);
+    let beats = cloud.state()["heartbeats"].as_u64().unwrap();
+    let state = cloud
+        .until("registered again and five heartbeats", |s| {
+            s["registrations"].as_array().unwrap().len() == 2
+                && s["heartbeats"].as_u64().unwrap() >= beats + 5
+        })
+        .await;
+    assert_eq!(
+        runs_of(&state, "once"),
+        (1, 1),
+        "not run again after a restart"
+    );
+    node.signal(libc::SIGTERM);
+    assert_eq!(node.wait_exit(WAIT).await, Some(0));
+
+    // A damaged memory: the node stops before it takes anything.
+    let memories: Vec<_> = std::fs::read_dir(node.state().join("replay"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_none())
+        .collect();
+    assert_eq!(memories.len(), 1, "{memories:?}");
+    let mut text = std::fs::read_to_string(&memories[0]).unwrap();
+    text.push_str("this is not an id\n");
+    std::fs::write(&memories[0], text).unwrap();
+    cloud.enqueue(fs_command("after-damage", "list_files", json!({}), 0));
+    poll_again(&cloud, &mut node);
+    assert_eq!(node.wait_exit(WAIT).await, Some(1));
+    node.wait_stderr("is damaged (line 3 is not an id and a time)", WAIT)
+        .await;
+    assert_eq!(runs_of(&cloud.state(), "after-damage"), (0, 0));
     no_contract_errors(&cloud);
 }
 

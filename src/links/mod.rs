@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod command_queue;
 pub mod http;
 pub mod mcp_servers;
+pub mod replay;
 
 use std::path::Path;
 
@@ -62,6 +63,11 @@ pub fn same_secret(a: &str, b: &str) -> bool {
         .zip(y.iter())
         .fold(0u8, |acc, (p, q)| acc | (p ^ q))
         == 0
+}
+
+/// `bytes` in lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Milliseconds since the Unix epoch.

@@ -6,6 +6,14 @@
 //! — and is answered with `POST /v1/tools/result`. A stream that drops or
 //! falls silent mid-turn is reopened with backoff and the message re-sent.
 //! This module only translates.
+//!
+//! A service may be hostile. A `tool.request` id is run at most once: the
+//! link's replay memory (`super::replay`, on disk) remembers every id run,
+//! by time, across restarts. Results go back over at most [`POSTS`]
+//! connections at once, and at most [`MAX_PENDING`] requests are held
+//! (running or waiting to post); past that the stream is not read until
+//! one ends, so a flood of requests slows the service's own stream rather
+//! than growing the link.
 
 mod sse;
 
@@ -21,6 +29,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Failure, Service};
+use super::replay::{Admit, Replay};
 use crate::tools::policy::Gate;
 use crate::tools::{Invocation, Tools};
 
@@ -31,13 +40,17 @@ const REQUEST_WITHIN: Duration = Duration::from_secs(30);
 const MAX_ANSWER: usize = 1 << 20;
 /// Bytes of a tool result sent back.
 const MAX_RESULT: usize = 1 << 20;
-/// Tool calls remembered by id: a repeated request (a replayed turn) shares
-/// the run, or its result, instead of running again.
+/// Results kept by id: a repeated request (a replayed turn) gets the same
+/// result. Older repeats are refused by the replay memory instead.
 const KEPT_CALLS: usize = 64;
-/// A result larger than this is not kept (a repeat runs again).
+/// A result larger than this is not kept (a repeat is refused, not shared).
 const MAX_KEPT: usize = 64 << 10;
 /// Tool calls one turn may have running at once; more are answered BUSY.
 const MAX_CALLS: usize = 8;
+/// Requests held at once, running or waiting to post their result.
+const MAX_PENDING: usize = 2 * MAX_CALLS;
+/// Results posted at once (each on a connection of its own).
+const POSTS: usize = 4;
 /// Bytes of streamed text kept to compare with the final text.
 const MAX_DELTAS: usize = 1 << 20;
 /// Reconnecting waits 1 s, doubling to this.
@@ -85,7 +98,10 @@ pub struct Chat {
     tools: Arc<Tools>,
     session: Mutex<String>,
     calls: Mutex<VecDeque<(String, Kept)>>,
+    replay: Replay,
     running: Arc<tokio::sync::Semaphore>,
+    pending: Arc<tokio::sync::Semaphore>,
+    posts: tokio::sync::Semaphore,
     /// The assistant's text left a line open on stdout.
     open_line: std::sync::atomic::AtomicBool,
 }
@@ -121,12 +137,17 @@ impl Chat {
             health["version"].as_str().unwrap_or("?"),
             health["uptime_ms"]
         ));
+        let scope = format!("{} {}", options.service.shown(), options.conversation);
+        let replay = Replay::open(&options.state_dir, "chat", &scope)?;
         let chat = Arc::new(Self {
             options,
             tools,
             session: Mutex::new(String::new()),
             calls: Mutex::new(VecDeque::new()),
+            replay,
             running: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS)),
+            pending: Arc::new(tokio::sync::Semaphore::new(MAX_PENDING)),
+            posts: tokio::sync::Semaphore::new(POSTS),
             open_line: std::sync::atomic::AtomicBool::new(false),
         });
         chat.open_session(true).await?;
@@ -292,7 +313,21 @@ impl Chat {
                 Err(why) => return End::Dropped(why),
             };
             for event in events {
-                match self.event(&event, &mut deltas, &tasks, &cancel) {
+                if event.name == "tool.request" {
+                    // Held requests are bounded: wait here, unread, for one to end.
+                    let Ok(held) = Arc::clone(&self.pending).acquire_owned().await else {
+                        continue;
+                    };
+                    let chat = Arc::clone(self);
+                    let cancel = cancel.child_token();
+                    let data = event.data;
+                    tasks.spawn(async move {
+                        let _held = held;
+                        chat.tool(&data, cancel).await
+                    });
+                    continue;
+                }
+                match self.event(&event, &mut deltas) {
                     Some(Step::Final(text)) => {
                         // The final text, unless the deltas already said it.
                         if deltas.as_ref().is_some_and(|d| *d != text) {
@@ -332,13 +367,7 @@ impl Chat {
     }
 
     /// One event of the stream.
-    fn event(
-        self: &Arc<Self>,
-        event: &sse::Event,
-        deltas: &mut Option<String>,
-        tasks: &tokio_util::task::TaskTracker,
-        cancel: &CancellationToken,
-    ) -> Option<Step> {
+    fn event(&self, event: &sse::Event, deltas: &mut Option<String>) -> Option<Step> {
         let data: Value = match serde_json::from_str(&event.data) {
             Ok(v) => v,
             Err(e) => {
@@ -364,12 +393,6 @@ impl Chat {
             "assistant.final" => Some(Step::Final(
                 data["text"].as_str().unwrap_or_default().to_owned(),
             )),
-            "tool.request" => {
-                let chat = Arc::clone(self);
-                let cancel = cancel.child_token();
-                tasks.spawn(async move { chat.tool(data, cancel).await });
-                None
-            }
             "tool.result.ack" | "tool.result" => None,
             "error" => {
                 say(&format!(
@@ -389,8 +412,17 @@ impl Chat {
         }
     }
 
-    /// Runs one `tool.request` and posts its result.
-    async fn tool(&self, data: Value, cancel: CancellationToken) {
+    /// Runs one `tool.request` (its event data) and posts its result.
+    async fn tool(&self, data: &str, cancel: CancellationToken) {
+        let data: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                say(&format!(
+                    "tool.request: its data is not JSON ({e}); skipped"
+                ));
+                return;
+            }
+        };
         let id = data["id"]
             .as_str()
             .unwrap_or_default()
@@ -421,35 +453,66 @@ impl Chat {
         self.post_result(result).await;
     }
 
-    /// Runs `call` once per id: a repeat waits for the first run and
-    /// shares its result. A result cancelled with its stream is not shared:
-    /// the replayed turn runs it afresh.
+    /// Runs `call` once per id, ever: a repeat while its result is kept
+    /// waits for the first run and shares its result; a later one (or one
+    /// after a restart) is refused by the replay memory. A run cancelled
+    /// with its stream is not run afresh either: it may have done part of
+    /// its work, and the replayed turn gets the cancellation.
     async fn once(&self, call: ToolCall, cancel: CancellationToken) -> Value {
-        for _ in 0..2 {
-            let (kept, repeat) = self.kept(&call.id);
-            if repeat {
-                say(&format!(
-                    "tool call {} was asked for before; it is not run again",
-                    crate::ui::printable(&call.id)
-                ));
-            }
-            let result = kept
-                .get_or_init(|| self.run(&call, cancel.clone()))
-                .await
-                .clone();
-            let cancelled = result["error"]
-                .as_str()
-                .is_some_and(|e| e.starts_with("CANCELLED"));
-            if cancelled && !cancel.is_cancelled() {
-                self.forget(&call.id, &kept);
-                continue;
-            }
-            if result.to_string().len() > MAX_KEPT {
-                self.forget(&call.id, &kept);
-            }
-            return result;
+        let (kept, repeat) = self.kept(&call.id);
+        if repeat {
+            say(&format!(
+                "tool call {} was asked for before; it is not run again",
+                crate::ui::printable(&call.id)
+            ));
         }
-        failure(&call.id, "CANCELLED: the call was cancelled twice".into())
+        let result = kept
+            .get_or_init(|| self.first_run(&call, cancel))
+            .await
+            .clone();
+        if result.to_string().len() > MAX_KEPT {
+            self.forget(&call.id, &kept);
+        }
+        result
+    }
+
+    /// Runs `call` if the replay memory has never seen its id (and now
+    /// has it recorded); otherwise the refusal.
+    async fn first_run(&self, call: &ToolCall, cancel: CancellationToken) -> Value {
+        let shown = crate::ui::printable(&call.id);
+        match self.replay.admit(&call.id) {
+            Ok(Admit::New) => self.run(call, cancel).await,
+            Ok(Admit::Again) => {
+                say(&format!(
+                    "tool call {shown} was run before (its result was posted then); it is not run again"
+                ));
+                failure(
+                    &call.id,
+                    format!(
+                        "DUPLICATE: tool call {} was run before; it is not run again",
+                        call.id
+                    ),
+                )
+            }
+            Ok(Admit::Full { first }) => {
+                let why = format!(
+                    "{} tool calls were run within the last {} h and each is remembered so that none runs twice; new ones are refused until the oldest expire",
+                    super::replay::CAP,
+                    super::replay::KEEP.as_secs() / 3600
+                );
+                if first {
+                    say(&why);
+                }
+                failure(&call.id, format!("TOO_MANY: {why}"))
+            }
+            Err(why) => {
+                say(&format!("tool call {shown} is not run: {why}"));
+                failure(
+                    &call.id,
+                    format!("UNAVAILABLE: the call cannot be recorded, so it is not run ({why})"),
+                )
+            }
+        }
     }
 
     async fn run(&self, call: &ToolCall, cancel: CancellationToken) -> Value {
@@ -525,6 +588,9 @@ impl Chat {
     }
 
     async fn post_result(&self, result: Value) {
+        let Ok(_post) = self.posts.acquire().await else {
+            return;
+        };
         let body = json!({"general_session_id": self.session(), "tool_result": result});
         let posted = self
             .options

@@ -3,10 +3,13 @@
 //! token and binds one OpenClaw session; its `tool_call`s run through the
 //! one dispatch and policy, its `permission_request`s go to the local
 //! user, and messages for its session (`bridge send`) reach it — buffered
-//! while it is away. This module only translates frames.
+//! while it is away. This module only translates frames. Strangers — those
+//! who have not proven the token — are held to a small budget
+//! ([`strangers`]).
 
 mod frames;
 mod hub;
+mod strangers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,11 +30,16 @@ use crate::tools::policy::Gate;
 use crate::tools::{Invocation, Tools, catalog};
 use frames::{In, Out};
 pub use hub::Hub;
+use strangers::{Budget, Metered, PRE_HELLO_BYTES, Stranger, Strangers};
 
 /// The path the seed's clients connect to.
 pub const PATH: &str = "/bridge";
-/// The largest frame taken; a bigger one closes that connection (1009).
+/// The largest frame taken from a bound client; a bigger one closes that
+/// connection (1009). Strangers get far less (`strangers`).
 const MAX_FRAME: usize = 16 << 20;
+/// Bytes read from the socket at a time: the buffer every connection,
+/// strangers' included, holds (tungstenite's default is 128 KiB).
+const READ_BUFFER: usize = 16 << 10;
 /// Tool calls one connection may have running at once; more are refused.
 const MAX_CALLS: usize = 8;
 /// Frames queued for one client before its error answers are dropped.
@@ -79,6 +87,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         options,
         tools,
         hub,
+        strangers: Strangers::new(),
         tasks: tokio_util::task::TaskTracker::new(),
     });
     loop {
@@ -117,15 +126,23 @@ struct Shared {
     options: Options,
     tools: Arc<Tools>,
     hub: Arc<Hub>,
+    strangers: Arc<Strangers>,
     /// Every connection and every call or question it started: the bridge
     /// stops when they have.
     tasks: tokio_util::task::TaskTracker,
 }
 
 /// The WebSocket upgrade: only the seed's path, and never from a web page
-/// (a browser always sends `Origin`; the plugin never does).
+/// (a browser always sends `Origin`; the plugin never does). An
+/// `Authorization: Bearer` header (`bridge send`'s) must carry the token,
+/// and then the connection is no stranger.
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
-fn check_upgrade(request: &Request, response: Response) -> Result<Response, ErrorResponse> {
+fn check_upgrade(
+    request: &Request,
+    response: Response,
+    token: &str,
+    budget: &Budget,
+) -> Result<Response, ErrorResponse> {
     let refuse = |status: u16, why: &str| {
         let mut r = ErrorResponse::new(Some(why.to_owned()));
         *r.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::from_u16(status)
@@ -138,6 +155,13 @@ fn check_upgrade(request: &Request, response: Response) -> Result<Response, Erro
     if request.headers().contains_key("origin") {
         return Err(refuse(403, "web pages may not connect to the bridge"));
     }
+    if let Some(value) = request.headers().get("authorization") {
+        let given = value.to_str().unwrap_or_default();
+        match given.strip_prefix("Bearer ") {
+            Some(given) if super::same_secret(given, token) => budget.trust(),
+            _ => return Err(refuse(401, "wrong token")),
+        }
+    }
     Ok(response)
 }
 
@@ -147,22 +171,40 @@ async fn connection(
     peer: SocketAddr,
     stop: CancellationToken,
 ) {
+    let mut stranger = Some(shared.strangers.admit());
+    let evicted = stranger
+        .as_ref()
+        .map(|s| s.evicted.clone())
+        .unwrap_or_default();
+    let budget = Arc::new(Budget::default());
     let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
         .max_message_size(Some(MAX_FRAME))
         .max_frame_size(Some(MAX_FRAME));
-    let ws = match tokio::time::timeout(
-        HELLO_WITHIN,
-        tokio_tungstenite::accept_hdr_async_with_config(stream, check_upgrade, Some(config)),
-    )
-    .await
-    {
-        Ok(Ok(ws)) => ws,
-        Ok(Err(e)) => {
-            say(&format!("{peer}: refused the upgrade: {e}"));
-            return;
-        }
-        Err(_) => return,
+    let token = shared.options.token.clone();
+    let checked = Arc::clone(&budget);
+    #[allow(clippy::result_large_err)] // tungstenite's callback signature
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(
+        Metered::new(stream, Arc::clone(&budget)),
+        move |request: &Request, response: Response| {
+            check_upgrade(request, response, &token, &checked)
+        },
+        Some(config),
+    );
+    let ws = tokio::select! {
+        upgraded = tokio::time::timeout(HELLO_WITHIN, upgrade) => match upgraded {
+            Ok(Ok(ws)) => ws,
+            Ok(Err(e)) => {
+                say(&format!("{peer}: refused the upgrade: {e}"));
+                return;
+            }
+            Err(_) => return,
+        },
+        _ = evicted.cancelled() => return,
     };
+    if budget.trusted() {
+        stranger = None;
+    }
     let (mut sink, mut source) = ws.split();
     let (out, mut outgoing) = mpsc::channel::<Message>(QUEUE);
     // A client that stops reading ends its connection, not the bridge's
@@ -186,6 +228,8 @@ async fn connection(
         calls: Arc::new(Semaphore::new(MAX_CALLS)),
         cancel: stop,
         peer,
+        stranger,
+        budget,
     };
     link.run(&mut source).await;
     link.cancel.cancel();
@@ -202,7 +246,8 @@ async fn connection(
     }
 }
 
-type Source = futures_util::stream::SplitStream<tokio_tungstenite::WebSocketStream<TcpStream>>;
+type Source =
+    futures_util::stream::SplitStream<tokio_tungstenite::WebSocketStream<Metered<TcpStream>>>;
 
 /// One client connection.
 struct Link {
@@ -215,6 +260,9 @@ struct Link {
     /// it started stops with it.
     cancel: CancellationToken,
     peer: SocketAddr,
+    /// Its place among the strangers, until it proves the token.
+    stranger: Option<Stranger>,
+    budget: Arc<Budget>,
 }
 
 impl Link {
@@ -224,10 +272,19 @@ impl Link {
         let mut unanswered = 0u32;
         let hello_by = tokio::time::sleep(HELLO_WITHIN);
         tokio::pin!(hello_by);
+        let evicted = self
+            .stranger
+            .as_ref()
+            .map(|s| s.evicted.clone())
+            .unwrap_or_default();
         loop {
             let frame = tokio::select! {
                 _ = self.cancel.cancelled() => {
                     self.close(CloseCode::Away, "the bridge is stopping").await;
+                    return;
+                }
+                _ = evicted.cancelled(), if self.stranger.is_some() => {
+                    self.close(CloseCode::Policy, "too many connections are waiting to say hello; the oldest is closed").await;
                     return;
                 }
                 _ = &mut hello_by, if self.bound.is_none() => {
@@ -263,6 +320,18 @@ impl Link {
                 }
                 Some(Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => continue, // WebSocket ping/pong: tungstenite answers
+                Some(Err(WsError::Io(e))) if Budget::spent(&e) => {
+                    say(&format!(
+                        "{}: more than {PRE_HELLO_BYTES} bytes before hello; closing",
+                        self.peer
+                    ));
+                    self.close(
+                        CloseCode::Size,
+                        &format!("before hello, a connection may send {PRE_HELLO_BYTES} bytes"),
+                    )
+                    .await;
+                    return;
+                }
                 Some(Err(WsError::Capacity(e))) => {
                     say(&format!("{}: frame too large ({e}); closing", self.peer));
                     self.close(
@@ -359,6 +428,9 @@ impl Link {
             return false;
         };
         self.bound = Some((session.clone(), id));
+        // No stranger now: the full frame limit, and its place freed.
+        self.budget.trust();
+        self.stranger = None;
         let tools: Vec<Value> = catalog::ENTRIES
             .iter()
             .filter(|e| self.shared.tools.declared().iter().any(|d| d == e.name))
@@ -549,9 +621,22 @@ pub async fn send(
 ) -> Result<Value, String> {
     let frame = json!({"type": "send", "token": token, "session": session, "content": content, "meta": meta});
     let work = async {
-        let (mut ws, _) = tokio_tungstenite::connect_async(url)
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        // The token in the upgrade too: the bridge then takes a message
+        // larger than a stranger's budget.
+        let mut request = url
+            .into_client_request()
+            .map_err(|e| format!("{url} is not a bridge address: {e}"))?;
+        let bearer = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| "the bridge token cannot go in an HTTP header".to_owned())?;
+        request.headers_mut().insert("authorization", bearer);
+        let (mut ws, _) = tokio_tungstenite::connect_async(request)
             .await
-            .map_err(|e| format!("cannot reach the bridge at {url}: {e}"))?;
+            .map_err(|e| match e {
+                WsError::Http(answer) if answer.status() == 401 => "wrong token".to_owned(),
+                e => format!("cannot reach the bridge at {url}: {e}"),
+            })?;
         ws.send(Message::text(frame.to_string()))
             .await
             .map_err(|e| format!("cannot send to the bridge: {e}"))?;

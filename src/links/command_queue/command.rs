@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::links::hex;
 use crate::tools::ToolError;
 use crate::tools::policy::Gate;
 
@@ -26,7 +27,6 @@ pub const REJECTED: &str = "Rejected by Airlock/User";
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Command {
-    pub id: String,
     #[serde(default)]
     pub intent: String,
     #[serde(default)]
@@ -211,10 +211,6 @@ fn hmac_parts(ipad: &[u8], opad: &[u8], data: &[u8]) -> Vec<u8> {
         .chain_update(inner)
         .finalize()
         .to_vec()
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -5,28 +5,42 @@
 //! `start`, a `progress` line, our tools under the airlock gate, then
 //! `complete`. 401/404/409 re-register; other failures back off. This
 //! module only translates.
+//!
+//! A queue may be hostile: it may offer commands without end while their
+//! `start` answers slowly. A command is therefore taken only when one of
+//! the [`PARALLEL`] slots is free to run it; the rest stay on the queue,
+//! which offers them again, so what the node holds never grows with what
+//! it is offered. Ids taken are kept in the link's replay memory
+//! (`super::replay`), on disk, so none runs twice — not after a flood of
+//! new ids, not after a restart.
 
 mod command;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hyper::Method;
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Failure, Service};
+use super::replay::{Admit, Replay};
 use crate::tools::{Invocation, Tools};
 use command::Command;
 
-/// Commands run at once (the rest wait their turn).
+/// Commands run at once; only as many are taken from the queue.
 const PARALLEL: usize = 3;
-/// Command ids remembered so none runs twice.
-const SEEN: usize = 4096;
-/// Commands taken from one answer.
+/// Commands looked at in one answer.
 const MAX_BATCH: usize = 100;
+/// Tries of a `complete` that fails on the way (the network, 408, 429,
+/// 5xx): 1 s between the first two, doubling (±20 %), about 30 s in all.
+const COMPLETE_TRIES: u32 = 6;
+/// Longest command id (it goes into URL paths).
+const MAX_ID: usize = 256;
+/// Unusable commands told about, one line each; past that, silence.
+const MAX_TOLD: usize = 1024;
 const REQUEST_WITHIN: Duration = Duration::from_secs(30);
 const MAX_ANSWER: usize = 4 << 20;
 /// Bytes of a command's output.
@@ -44,14 +58,19 @@ pub struct Options {
     pub active: Duration,
     pub idle: Duration,
     pub fingerprint: String,
+    /// The ids taken before, this run's and earlier runs'.
+    pub replay: Replay,
 }
 
 struct Poller {
     options: Options,
     tools: Arc<Tools>,
     node: Mutex<Option<String>>,
-    seen: Mutex<(HashSet<String>, VecDeque<String>)>,
+    /// Unusable commands (by hash) and refusals already told about.
+    told: Mutex<HashSet<String>>,
     slots: Arc<Semaphore>,
+    /// A command ended: its slot is free for what the queue still offers.
+    freed: Notify,
     completed: std::sync::atomic::AtomicU64,
     started: Instant,
 }
@@ -141,7 +160,7 @@ impl Poller {
             .await?;
         let id = answer["nodeId"]
             .as_str()
-            .filter(|s| is_id(s))
+            .filter(|s| is_segment(s))
             .ok_or_else(|| {
                 Trouble::Other(format!(
                     "register answered no usable nodeId: {}",
@@ -203,33 +222,66 @@ impl Poller {
         }
     }
 
-    /// Whether `id` is new (and now remembered).
-    fn first_time(&self, id: &str) -> bool {
-        let mut seen = self.seen.lock().unwrap();
-        let (set, order) = &mut *seen;
-        if !set.insert(id.to_owned()) {
-            return false;
+    /// Says `message` the first time `about` comes up (a bounded number
+    /// of times in all: a flood of distinct offenders is not a flood of
+    /// lines).
+    fn tell_once(&self, about: &str, message: &str) {
+        let mut told = self.told.lock().unwrap();
+        if told.len() < MAX_TOLD && told.insert(about.to_owned()) {
+            say(message);
+            if told.len() == MAX_TOLD {
+                say("more such commands are skipped without a word");
+            }
         }
-        order.push_back(id.to_owned());
-        if order.len() > SEEN
-            && let Some(old) = order.pop_front()
-        {
-            set.remove(&old);
-        }
-        true
     }
 
-    /// Reports a command's end (401/404/409 forget the node).
-    async fn complete(&self, node: &str, id: &str, body: Value) {
+    /// Reports a command's end, trying again while the failure is on the
+    /// way rather than an answer (401/404/409 forget the node): the queue
+    /// must learn the result, or it offers the command again for nothing.
+    async fn complete(&self, node: &str, id: &str, body: Value, stop: &CancellationToken) {
         let path = format!("/v1/nodes/{node}/commands/{id}/complete");
-        match self.call(Method::POST, &path, Some(&body)).await {
-            Ok(_) => {}
-            Err(e) => {
-                say(&format!("cannot complete command {id}: {e}"));
+        let mut wait = Duration::from_secs(1);
+        for tries in 1..=COMPLETE_TRIES {
+            let e = match self.call(Method::POST, &path, Some(&body)).await {
+                Ok(_) | Err(Failure::Status(200..=299, _)) => {
+                    if tries > 1 {
+                        say(&format!("command {id} completed at try {tries}"));
+                    }
+                    return;
+                }
+                Err(e) => e,
+            };
+            let transient = matches!(
+                e,
+                Failure::Network(_) | Failure::Status(408 | 429 | 500..=599, _)
+            );
+            if !transient || tries == COMPLETE_TRIES {
+                say(&format!(
+                    "cannot complete command {id}: {e}{}",
+                    if tries > 1 {
+                        format!(" (after {tries} tries; its result is given up)")
+                    } else {
+                        String::new()
+                    }
+                ));
                 if let Trouble::Unregistered(_) = Trouble::from(e) {
                     self.forget(node);
                 }
+                return;
             }
+            if tries == 1 {
+                say(&format!(
+                    "cannot complete command {id} ({e}); trying again, up to {COMPLETE_TRIES} tries"
+                ));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(jitter(wait, 20)) => {}
+                _ = stop.cancelled() => {
+                    say(&format!("stopping: the result of command {id} is not delivered"));
+                    return;
+                }
+            }
+            wait *= 2;
         }
     }
 
@@ -240,42 +292,95 @@ impl Poller {
         }
     }
 
-    /// One command, start to complete.
-    async fn run(self: Arc<Self>, node: String, raw: Value, stop: CancellationToken) {
+    /// One command `id`, start to complete, in the slot it was taken for.
+    async fn run(
+        self: Arc<Self>,
+        node: String,
+        id: String,
+        raw: Value,
+        _slot: OwnedSemaphorePermit,
+        stop: CancellationToken,
+    ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let cmd: Command = match serde_json::from_value(raw.clone()) {
-            Ok(c) => c,
-            Err(e) => {
-                let id = raw["id"].as_str().filter(|s| is_id(s));
-                match id {
-                    Some(id) => {
-                        self.complete(
-                            &node,
-                            id,
-                            command::failed(&format!("malformed command: {e}")),
-                        )
-                        .await
-                    }
-                    None => say(&format!("a command without a usable id is skipped: {e}")),
-                }
-                return;
-            }
-        };
-        // Waiting for a slot ends with the node: nothing starts after a stop.
-        let slot = tokio::select! {
-            slot = Arc::clone(&self.slots).acquire_owned() => slot,
-            _ = stop.cancelled() => return,
-        };
-        let Ok(_slot) = slot else { return };
-        let body = match cmd.work(self.options.headless) {
-            Err(why) => command::failed(&why),
-            Ok(work) => match self.execute(&node, &cmd.id, work, &stop).await {
-                Some(body) => body,
-                None => return,
+        let body = match serde_json::from_value::<Command>(raw) {
+            Err(e) => command::failed(&format!("malformed command: {e}")),
+            Ok(cmd) => match cmd.work(self.options.headless) {
+                Err(why) => command::failed(&why),
+                Ok(work) => match self.execute(&node, &id, work, &stop).await {
+                    Some(body) => body,
+                    None => return,
+                },
             },
         };
-        self.complete(&node, &cmd.id, body).await;
+        self.complete(&node, &id, body, &stop).await;
         self.completed.fetch_add(1, Relaxed);
+    }
+
+    /// Takes what `commands` offers while a slot is free: each new id is
+    /// recorded, then run. True when some were left for a later answer.
+    fn take(
+        self: &Arc<Self>,
+        node: &str,
+        commands: Vec<Value>,
+        tasks: &tokio_util::task::TaskTracker,
+        stop: &CancellationToken,
+    ) -> bool {
+        for raw in commands {
+            let Some(id) = raw["id"].as_str().filter(|id| is_segment(id)) else {
+                use sha2::{Digest, Sha256};
+                let offender = super::hex(&Sha256::digest(raw.to_string().as_bytes()));
+                self.tell_once(
+                    &offender,
+                    &format!(
+                        "a command without a usable id is skipped: {} (an id is one URL path segment: up to {MAX_ID} letters, digits, '-', '_', '.' or ':', and not '.' or '..')",
+                        match &raw["id"] {
+                            Value::String(id) => format!(
+                                "{:?}",
+                                crate::ui::printable(&id.chars().take(80).collect::<String>())
+                            ),
+                            Value::Null => "it has none".into(),
+                            _ => "it is not text".into(),
+                        }
+                    ),
+                );
+                continue;
+            };
+            if self.options.replay.seen(id) {
+                continue; // never the same command twice
+            }
+            let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
+                return true;
+            };
+            match self.options.replay.admit(id) {
+                Ok(Admit::New) => {}
+                Ok(Admit::Again) => continue,
+                Ok(Admit::Full { first }) => {
+                    if first {
+                        say(&format!(
+                            "{} command ids were taken within the last {} h: new commands are not taken until the oldest expire (none taken is forgotten early, so none can run twice)",
+                            super::replay::CAP,
+                            super::replay::KEEP.as_secs() / 3600
+                        ));
+                    }
+                    return false;
+                }
+                Err(why) => {
+                    self.tell_once(
+                        &why,
+                        &format!("command {id} is not taken: {why}; it must not run unrecorded"),
+                    );
+                    return false;
+                }
+            }
+            let poller = Arc::clone(self);
+            let (node, id) = (node.to_owned(), id.to_owned());
+            let stop = stop.child_token();
+            tasks.spawn(async move {
+                Arc::clone(&poller).run(node, id, raw, slot, stop).await;
+                poller.freed.notify_one();
+            });
+        }
+        false
     }
 
     /// start, a progress line, our tool: the body of `complete`, or None
@@ -335,10 +440,15 @@ impl Poller {
     }
 }
 
-/// Ids go into URL paths: plain characters only.
-fn is_id(id: &str) -> bool {
+/// Whether `id` can be one segment of a URL path as it is: plain
+/// characters only (no `/`, `%`, `?`, `#`, spaces or controls), neither
+/// empty nor too long, and not a dot segment (`.`, `..`), which a URL's
+/// path resolution would remove or climb with.
+fn is_segment(id: &str) -> bool {
     !id.is_empty()
-        && id.len() <= 256
+        && id.len() <= MAX_ID
+        && id != "."
+        && id != ".."
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
@@ -358,8 +468,9 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         options,
         tools,
         node: Mutex::new(None),
-        seen: Mutex::new((HashSet::new(), VecDeque::new())),
+        told: Mutex::new(HashSet::new()),
         slots: Arc::new(Semaphore::new(PARALLEL)),
+        freed: Notify::new(),
         completed: Default::default(),
         started: Instant::now(),
     });
@@ -385,31 +496,25 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
                 failures = 0;
                 told.clear();
                 let busy = !commands.is_empty() || poller.running() > 0;
-                for raw in commands {
-                    let Some(id) = raw["id"].as_str().filter(|id| is_id(id)) else {
-                        // Said once per such command, however often offered.
-                        use sha2::{Digest, Sha256};
-                        let seen = command::hex(&Sha256::digest(raw.to_string().as_bytes()));
-                        if poller.first_time(&format!("unusable:{seen}")) {
-                            say(
-                                "a command without a usable id (one a URL path can carry) is skipped",
-                            );
-                        }
-                        continue;
-                    };
-                    if !poller.first_time(id) {
-                        continue; // never the same command twice
-                    }
-                    tasks.spawn(Arc::clone(&poller).run(node.clone(), raw, stop.child_token()));
-                }
-                jitter(
+                let left = poller.take(&node, commands, &tasks, &stop);
+                let wait = jitter(
                     if busy {
                         poller.options.active
                     } else {
                         poller.options.idle
                     },
                     10,
-                )
+                );
+                if left {
+                    // Commands wait for a slot: ask again as soon as one is free.
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = poller.freed.notified() => {}
+                        _ = stop.cancelled() => break,
+                    }
+                    continue;
+                }
+                wait
             }
             Err(trouble) => {
                 let (Trouble::Unregistered(why) | Trouble::Other(why)) = &trouble;
@@ -478,13 +583,20 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         .clone()
         .unwrap_or_else(crate::node::default_state_dir);
     let options = Options {
-        api,
         key,
         workspace_id: args.workspace_id.filter(|w| !w.trim().is_empty()),
         headless: args.headless,
         active: Duration::from_millis(args.active_ms),
         idle: Duration::from_millis(args.idle_ms),
         fingerprint: fingerprint(&state_dir),
+        replay: match Replay::open(&state_dir, "poll", api.shown()) {
+            Ok(replay) => replay,
+            Err(why) => {
+                eprintln!("[clawbot_router poll] {why}");
+                return 1;
+            }
+        },
+        api,
     };
     serve(options, tools, stop).await
 }
@@ -503,7 +615,7 @@ fn fingerprint(state_dir: &std::path::Path) -> String {
             let _ = crate::gateway::identity::write_private(&path, id.as_bytes());
             id
         });
-    command::hex(&Sha256::digest(id.as_bytes()))
+    super::hex(&Sha256::digest(id.as_bytes()))
 }
 
 #[cfg(test)]
@@ -512,9 +624,28 @@ mod tests {
 
     #[test]
     fn ids_that_could_bend_a_url_are_refused() {
-        assert!(is_id("cmd_abc-123.x:y"));
-        for bad in ["", "../x", "a/b", "a?b", "a b", &"x".repeat(300)] {
-            assert!(!is_id(bad), "{bad}");
+        assert!(is_segment("cmd_abc-123.x:y"));
+        assert!(is_segment("a..b") && is_segment("...") && is_segment(".hidden"));
+        assert!(is_segment(&"x".repeat(MAX_ID)));
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "a\\b",
+            "a?b",
+            "a#b",
+            "a%2Fb",
+            "%2e%2e",
+            "a b",
+            "a\u{0}b",
+            "a\nb",
+            "a\u{7f}",
+            "é",
+            &"x".repeat(MAX_ID + 1),
+        ] {
+            assert!(!is_segment(bad), "{bad:?}");
         }
     }
 
