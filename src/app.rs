@@ -11,6 +11,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs, NodeCommand, ServiceCommand};
+use crate::node::log::tell;
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
@@ -42,7 +43,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             match node_options(run, gateway_flag) {
                 Ok(options) => Box::pin(node::run(options)).await,
                 Err(problem) => {
-                    eprintln!("[clawbot_router node] {problem}");
+                    tell("node", &problem);
                     2
                 }
             }
@@ -53,7 +54,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         }) => match mcp_http(&args) {
             Ok(http) => Box::pin(crate::mcp::serve(call_options(&args.call, None), http)).await,
             Err(problem) => {
-                eprintln!("[clawbot_router mcp] {problem}");
+                tell("mcp", &problem);
                 2
             }
         },
@@ -122,7 +123,7 @@ pub async fn run_cli_call(call: CallArgs) -> u8 {
 /// says so on stderr, with the shell's "cannot run" status.
 pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
     if !is_a_call(args) {
-        eprintln!("[clawbot_router] {problem}");
+        tell("", problem);
         return 127;
     }
     let words = words_after_program(args);
@@ -346,7 +347,7 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
             let plan = match plan {
                 Ok(plan) => plan,
                 Err(problem) => {
-                    eprintln!("[clawbot_router node install] {problem}");
+                    tell("node install", &problem);
                     return 2;
                 }
             };
@@ -357,7 +358,7 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
                         0
                     }
                     Err(problem) => {
-                        eprintln!("[clawbot_router node install] {problem}");
+                        tell("node install", &problem);
                         2
                     }
                 };
@@ -374,7 +375,9 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
     if flags.json {
         print_json(&report.json);
     } else if report.code == 1 {
-        eprintln!("[clawbot_router node] {}", report.text);
+        for line in report.text.lines() {
+            tell("node", line);
+        }
     } else {
         print(&format!("{}\n", report.text));
     }

@@ -12,6 +12,7 @@
 
 mod app;
 mod cli;
+mod escape;
 mod front;
 mod gateway;
 mod links;

@@ -138,8 +138,9 @@ pub fn hands(
         .collect();
     let (tools, asks) = crate::tools::setup::hands(&setup, declared)?;
     if args.approval == crate::tools::policy::Mode::Ask && !asks {
-        eprintln!(
-            "[clawbot_router] stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)"
+        crate::node::log::tell(
+            "",
+            "stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)",
         );
     }
     Ok((tools, asks))

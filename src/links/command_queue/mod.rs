@@ -151,8 +151,8 @@ impl Poller {
             .to_owned();
         say(&format!(
             "registered as node {id} in workspace {} ({})",
-            crate::ui::printable(&workspace),
-            crate::ui::printable(context["workspaceName"].as_str().unwrap_or("-"))
+            workspace,
+            context["workspaceName"].as_str().unwrap_or("-")
         ));
         *self.node.lock().unwrap() = Some(id.clone());
         Ok(id)
@@ -451,7 +451,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
 /// `clawbot_router poll …`; the exit code.
 pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
     let usage = |why: String| {
-        eprintln!("[clawbot_router poll] {why}");
+        crate::node::log::tell("poll", &why);
         2
     };
     let api = match Service::parse(&args.api, true) {
