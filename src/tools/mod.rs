@@ -17,6 +17,7 @@ pub mod fs;
 pub mod host;
 mod permit;
 pub mod policy;
+mod redact;
 pub mod sandbox;
 pub mod setup;
 pub mod system;
