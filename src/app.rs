@@ -247,8 +247,9 @@ fn setup_code(
     args: &NodeArgs,
     from_file: Option<&str>,
 ) -> Result<Option<gateway::setup_code::SetupCode>, String> {
+    let pair = args.pair();
     let text = match (
-        args.pair.as_deref().or(from_file),
+        pair.as_deref().or(from_file),
         args.pair_if_needed.as_ref().map(Option::as_deref),
     ) {
         (Some(_), Some(Some(_))) => {
@@ -304,7 +305,7 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
         pair_if_needed: args.pair_if_needed.is_some(),
         token: args
             .gateway
-            .token
+            .token()
             .filter(|t| !t.trim().is_empty())
             .or_else(|| from_file(node::service::TOKEN_KEY)),
         log_file: args.log_file,
@@ -402,7 +403,7 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
                 pin: args.gateway.tls_fingerprint(),
             },
         },
-        token: args.gateway.token.clone(),
+        token: args.gateway.token(),
         // The router's own operator identity (remote gateways only), apart
         // from any node's: CLAWBOT_ROUTER_STATE_DIR moves it.
         operator_dir: Some(
@@ -557,7 +558,7 @@ fn own_value_problem(e: &clap::Error, lang: Lang) -> Option<String> {
 /// values of `--token`, `--pair`, `--pair-if-needed`, and any word that
 /// looks like a token or a setup code (a service's log keeps stderr).
 fn redact(text: &str, words: &[String]) -> String {
-    const SECRET_FLAGS: &[&str] = &["--token", "--pair", "--pair-if-needed", "--http-token"];
+    use crate::secrets::FLAGS as SECRET_FLAGS;
     let mut secrets: Vec<&str> = Vec::new();
     for (i, word) in words.iter().enumerate() {
         if let Some((flag, value)) = word.split_once('=')
@@ -626,7 +627,8 @@ fn mcp_http(args: &crate::cli::McpArgs) -> Result<Option<crate::mcp::http::Http>
         }
         return Ok(None);
     };
-    let from_env = std::env::var("CLAWBOT_ROUTER_MCP_TOKEN").is_ok_and(|t| !t.trim().is_empty());
+    let from_env =
+        crate::secrets::var("CLAWBOT_ROUTER_MCP_TOKEN").is_some_and(|t| !t.trim().is_empty());
     let token = if args.http_token.is_some() || args.http_token_file.is_some() || from_env {
         Some(crate::links::secret(&crate::links::SecretSource {
             flag: args.http_token.as_deref(),

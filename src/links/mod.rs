@@ -42,7 +42,7 @@ pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
     let text = match file {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?,
-        None => std::env::var(var).unwrap_or_default(),
+        None => crate::secrets::var(var).unwrap_or_default(),
     };
     let text = text.trim();
     if text.is_empty() {
