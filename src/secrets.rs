@@ -25,13 +25,15 @@
 //!
 //! The openclaw CLI the router runs still gets the gateway's token and
 //! password it was given ([`for_openclaw`]): it needs them, and it is the
-//! program they are for.
+//! program they are for. Files we read a secret from are recorded
+//! ([`holds_secrets`]) so the workspace keeps them from the file tools.
 //!
 //! Elsewhere than Linux only the environment is cleared: the kernel's
 //! copies stay as they were. Must never print or log a secret.
 
 use std::ffi::OsString;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 /// Our credentials, as variables: no program we run may see them (an
 /// agent's `env` would put them in a transcript), and none stays in our
@@ -65,6 +67,9 @@ const SCRUBBED: u8 = b'*';
 /// The variables [`seal`] took out of the environment; unset when it did
 /// not run (the library's own tests), and [`var`] reads the environment.
 static TAKEN: OnceLock<Vec<(&'static str, OsString)>> = OnceLock::new();
+
+/// Files a secret of ours was read from.
+static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Seals the process's secrets away (see the module's documentation).
 ///
@@ -110,6 +115,20 @@ pub fn for_openclaw() -> Vec<(OsString, OsString)> {
         .filter(|(name, _)| OPENCLAWS.contains(name))
         .map(|(name, value)| (OsString::from(name), value.clone()))
         .collect()
+}
+
+/// Records that `path` holds a secret of ours: the file tools will not
+/// reach it, under any name (the hands are built after every mode read
+/// its secrets).
+pub fn holds_secrets(path: &Path) {
+    if let Ok(mut files) = FILES.lock() {
+        files.push(path.to_owned());
+    }
+}
+
+/// Every file [`holds_secrets`] recorded.
+pub fn files() -> Vec<PathBuf> {
+    FILES.lock().map(|f| f.clone()).unwrap_or_default()
 }
 
 #[cfg(target_os = "linux")]

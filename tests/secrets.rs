@@ -1,7 +1,8 @@
 //! Secrets stay secret: a program the router, the node or a link runs
 //! cannot read its parent's secrets in `/proc/PID/environ` or
-//! `/proc/PID/cmdline`, and the parent is not dumpable (no process of the
-//! same user may read its memory or environment at all).
+//! `/proc/PID/cmdline`, the parent is not dumpable (no process of the same
+//! user may read its memory or environment at all), and the files that
+//! hold our secrets are out of every file tool's reach, under any name.
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::gateway::{Config, FakeGateway, TOKEN};
-use common::node::{LONG, Node, payload};
+use common::node::{LONG, Node, error_code, payload};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -278,4 +279,192 @@ async fn a_command_the_bridge_runs_cannot_read_the_bridge_token() {
     secrets.extend(OTHER_SECRETS.iter().map(|s| s.1));
     assert_none_shown(shown, &secrets);
     assert_none_shown(&shown_by_proc(pid), &secrets);
+}
+
+// ---- 2. Files that hold our secrets ------------------------------------------
+
+fn private_file(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Every name `list_files` and `search_files` show under the workspace.
+async fn names_shown(gw: &FakeGateway, query: &str) -> String {
+    let listed = payload(
+        &gw.invoke("list_files", json!({"path": ".", "recursive": true}))
+            .await,
+    );
+    let by_name = payload(&gw.invoke("search_files", json!({"query": query})).await);
+    let by_content = payload(
+        &gw.invoke(
+            "search_files",
+            json!({"query": "SECRET", "searchContent": true}),
+        )
+        .await,
+    );
+    format!("{listed}\n{by_name}\n{by_content}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_nodes_secret_files_are_refused_under_every_name_inside_the_workspace() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("deep")).unwrap();
+    // The env file and the MCP config sit in the workspace itself.
+    let env_file = ws.join("node.env");
+    private_file(&env_file, &format!("OPENCLAW_GATEWAY_TOKEN={TOKEN}\n"));
+    let mcp_config = ws.join("mcp.json");
+    private_file(
+        &mcp_config,
+        r#"{"mcpServers": {}, "note": "SECRET in the MCP config"}"#,
+    );
+    std::fs::write(ws.join("ordinary.txt"), "SECRET-free notes\n").unwrap();
+    let node = Node {
+        child: {
+            let mut cmd = common::router();
+            cmd.args(["node", "--gateway", &gw.url(), "--approval", "allow"])
+                .arg("--env-file")
+                .arg(&env_file)
+                .arg("--mcp-config")
+                .arg(&mcp_config)
+                .arg("--state-dir")
+                .arg(dir.path().join("state"))
+                .arg("--workspace")
+                .arg(&ws)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            cmd.spawn().unwrap()
+        },
+        stderr: Default::default(),
+        dir,
+    };
+    gw.wait_hellos(1, LONG).await;
+    // Other names for them: hard links, symlinks, and a hard link to a
+    // key in the state directory (which sits outside the workspace).
+    std::fs::hard_link(&env_file, ws.join("deep/alias-of-env")).unwrap();
+    std::os::unix::fs::symlink(&env_file, ws.join("link-to-env")).unwrap();
+    std::os::unix::fs::symlink("../mcp.json", ws.join("deep/link-to-mcp")).unwrap();
+    std::fs::hard_link(
+        node.state().join("device-identity.json"),
+        ws.join("identity-copy"),
+    )
+    .unwrap();
+    let names = [
+        "node.env",
+        "mcp.json",
+        "deep/alias-of-env",
+        "link-to-env",
+        "deep/link-to-mcp",
+        "identity-copy",
+    ];
+    for name in names {
+        let r = gw.invoke("read_file", json!({"path": name})).await;
+        assert_eq!(error_code(&r), "PROTECTED_PATH", "{name}: {r}");
+        let w = gw
+            .invoke("write_file", json!({"path": name, "content": "x"}))
+            .await;
+        assert_eq!(error_code(&w), "PROTECTED_PATH", "{name}: {w}");
+    }
+    let shown = names_shown(&gw, "-").await;
+    for name in [
+        "node.env",
+        "mcp.json",
+        "alias-of-env",
+        "link-to-env",
+        "link-to-mcp",
+        "identity-copy",
+    ] {
+        assert!(!shown.contains(name), "{name} shows:\n{shown}");
+    }
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(!shown.contains("in the MCP config"), "{shown}");
+    // What is not a secret still shows.
+    assert!(shown.contains("ordinary.txt"), "{shown}");
+    assert!(shown.contains("SECRET-free notes"), "{shown}");
+    let listed = payload(&gw.invoke("list_files", json!({"path": "deep"})).await);
+    assert_eq!(listed["entries"], json!([]), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridges_token_file_is_refused_inside_the_workspace() {
+    const BRIDGE_TOKEN: &str = "bridge-secret-token-4e7a0b";
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let token_file = ws.join("bridge.token");
+    private_file(&token_file, BRIDGE_TOKEN);
+    std::fs::hard_link(&token_file, ws.join("innocent.txt")).unwrap();
+    let mut child = common::router()
+        .args(["bridge", "--listen", "127.0.0.1:0", "--session", "s1"])
+        .arg("--token-file")
+        .arg(&token_file)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .arg("--workspace")
+        .arg(&ws)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = common::collect(child.stderr.take().unwrap());
+    let node = Node { child, stderr, dir };
+    node.wait_stderr("listening on ws://", LONG).await;
+    let at = node
+        .stderr()
+        .split("listening on ws://")
+        .nth(1)
+        .and_then(|rest| rest.split("/bridge").next())
+        .unwrap()
+        .to_owned();
+    let (mut ws_client, _) = tokio_tungstenite::connect_async(format!("ws://{at}/bridge"))
+        .await
+        .unwrap();
+    let hello = json!({"type": "hello", "openclaw_session": "s1", "claude_session": "c", "pid": 1, "token": BRIDGE_TOKEN});
+    ws_client
+        .send(Message::text(hello.to_string()))
+        .await
+        .unwrap();
+    let mut results = Vec::new();
+    for (i, (tool, args)) in [
+        ("read_file", json!({"path": "bridge.token"})),
+        ("read_file", json!({"path": "innocent.txt"})),
+        ("list_files", json!({"path": "."})),
+        (
+            "search_files",
+            json!({"query": "bridge-secret", "searchContent": true}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let call =
+            json!({"type": "tool_call", "call_id": format!("c{i}"), "tool": tool, "args": args});
+        ws_client
+            .send(Message::text(call.to_string()))
+            .await
+            .unwrap();
+        loop {
+            let Some(Ok(Message::Text(text))) = ws_client.next().await else {
+                panic!("the bridge closed: {}", node.stderr());
+            };
+            let frame: Value = serde_json::from_str(&text).unwrap();
+            if frame["type"] == "tool_result" {
+                results.push(frame);
+                break;
+            }
+        }
+    }
+    for refused in &results[..2] {
+        assert_eq!(refused["ok"], false, "{refused}");
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("PROTECTED_PATH"),
+            "{refused}"
+        );
+    }
+    assert_eq!(results[2]["result"]["entries"], json!([]), "{}", results[2]);
+    assert_eq!(results[3]["result"]["matches"], json!([]), "{}", results[3]);
 }

@@ -40,8 +40,12 @@ pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
         ));
     }
     let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
+            crate::secrets::holds_secrets(path);
+            text
+        }
         None => crate::secrets::var(var).unwrap_or_default(),
     };
     let text = text.trim();
