@@ -35,7 +35,7 @@ pub fn full() -> ExitCode {
 
 /// The whole program on `args`, its secrets sealed away first.
 fn run_full(args: Vec<std::ffi::OsString>) -> u8 {
-    secrets::seal();
+    secrets::seal(&args);
     on_runtime(move || app::run(args))
 }
 
@@ -49,7 +49,7 @@ pub fn front() -> ExitCode {
 fn front_code(args: Vec<std::ffi::OsString>) -> u8 {
     match app::cli_call(&args) {
         Some(call) => {
-            secrets::seal();
+            secrets::seal(&args);
             on_runtime(|| app::run_cli_call(call))
         }
         // Sealed by the full program: the hand-over passes the secrets on.

@@ -72,12 +72,13 @@ static TAKEN: OnceLock<Vec<(&'static str, OsString)>> = OnceLock::new();
 static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Seals the process's secrets away (see the module's documentation).
+/// `args` are the program's arguments, already copied: what is overwritten
+/// is the kernel's copy (which `std::env::args` reads).
 ///
-/// Call once, first thing, once the arguments were copied (what is
-/// overwritten is the kernel's copy, which `std::env::args` reads), and
-/// while the process has one thread: the environment is not safe to
-/// change beside another thread.
-pub fn seal() {
+/// Call once, first thing, while the process has one thread: the
+/// environment is not safe to change beside another thread. A process
+/// given no secret pays one `prctl` for it.
+pub fn seal(args: &[OsString]) {
     not_dumpable();
     let mut taken = Vec::new();
     for &name in VARS {
@@ -89,7 +90,15 @@ pub fn seal() {
         }
     }
     #[cfg(target_os = "linux")]
-    linux::scrub_kernel_copies();
+    if !taken.is_empty()
+        || args
+            .iter()
+            .any(|a| names_a_secret_flag(a.as_encoded_bytes()))
+    {
+        linux::scrub_kernel_copies();
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = args;
     let _ = TAKEN.set(taken);
 }
 
@@ -154,6 +163,15 @@ fn values_of_variables(block: &[u8], names: &[&str]) -> Vec<std::ops::Range<usiz
             (names.contains(&name) && eq + 1 < entry.len()).then_some(at + eq + 1..at + entry.len())
         })
         .collect()
+}
+
+/// Whether `word` is a secret flag, alone or as `--flag=value`.
+#[cfg(any(target_os = "linux", test))]
+fn names_a_secret_flag(word: &[u8]) -> bool {
+    FLAGS.iter().any(|f| {
+        word.strip_prefix(f.as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'=')
+    })
 }
 
 /// The values of `flags` among NUL-separated arguments: the word after
@@ -268,5 +286,15 @@ mod tests {
             "--token|node|--token|******|--pair=******|--pair-if-needed|--workspace|w|--message|--token|--http-token=|--tokens|x|",
             "argv[0] is the program, an option after a flag is not its value"
         );
+        for (word, secret) in [
+            ("--token", true),
+            ("--token=x", true),
+            ("--pair-if-needed", true),
+            ("--tokens", false),
+            ("--pair-code", false),
+            ("token", false),
+        ] {
+            assert_eq!(names_a_secret_flag(word.as_bytes()), secret, "{word}");
+        }
     }
 }
