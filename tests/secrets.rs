@@ -468,3 +468,68 @@ async fn the_bridges_token_file_is_refused_inside_the_workspace() {
     assert_eq!(results[2]["result"]["entries"], json!([]), "{}", results[2]);
     assert_eq!(results[3]["result"]["matches"], json!([]), "{}", results[3]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bind_mount_of_the_state_directory_is_refused_inside_the_workspace() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, state) = (dir.path().join("ws"), dir.path().join("state"));
+    std::fs::create_dir_all(ws.join("mnt")).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The node runs in a mount namespace of its own, where the workspace's
+    // `mnt` is the state directory under another name.
+    // SAFETY: geteuid has no preconditions.
+    let namespace: &[&str] = if unsafe { libc::geteuid() } == 0 {
+        &["--mount", "--propagation", "private"]
+    } else {
+        &["--map-root-user", "--mount", "--propagation", "private"]
+    };
+    let mut cmd = Command::new("unshare");
+    common::without_our_settings(&mut cmd);
+    let child = cmd
+        .args(namespace)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "mount --bind \"$1\" \"$2/mnt\" && shift 2 && exec \"$@\"",
+            "sh",
+        ])
+        .arg(&state)
+        .arg(&ws)
+        .arg(common::ROUTER)
+        .args([
+            "node",
+            "--gateway",
+            &gw.url(),
+            "--token",
+            TOKEN,
+            "--state-dir",
+        ])
+        .arg(&state)
+        .arg("--workspace")
+        .arg(&ws)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _node = Node {
+        child,
+        stderr: Default::default(),
+        dir,
+    };
+    gw.wait_hellos(1, LONG).await;
+    let r = gw
+        .invoke("read_file", json!({"path": "mnt/device-identity.json"}))
+        .await;
+    assert_eq!(error_code(&r), "PROTECTED_PATH", "{r}");
+    let r = gw.invoke("list_files", json!({"path": "mnt"})).await;
+    assert_eq!(error_code(&r), "PROTECTED_PATH", "{r}");
+    let listed = payload(
+        &gw.invoke("list_files", json!({"path": ".", "recursive": true}))
+            .await,
+    );
+    assert_eq!(listed["entries"], json!([]), "{listed}");
+}

@@ -53,6 +53,7 @@ pub struct Workspace {
 /// What a file is whatever its name: its device and inode (Unix; none
 /// elsewhere, where the path alone protects).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Identity {
     device: u64,
     inode: u64,
