@@ -11,6 +11,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs, NodeCommand, ServiceCommand};
+use crate::node::log::tell;
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
@@ -42,7 +43,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             match node_options(run, gateway_flag) {
                 Ok(options) => Box::pin(node::run(options)).await,
                 Err(problem) => {
-                    eprintln!("[clawbot_router node] {problem}");
+                    tell("node", &problem);
                     2
                 }
             }
@@ -53,7 +54,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         }) => match mcp_http(&args) {
             Ok(http) => Box::pin(crate::mcp::serve(call_options(&args.call, None), http)).await,
             Err(problem) => {
-                eprintln!("[clawbot_router mcp] {problem}");
+                tell("mcp", &problem);
                 2
             }
         },
@@ -122,7 +123,7 @@ pub async fn run_cli_call(call: CallArgs) -> u8 {
 /// says so on stderr, with the shell's "cannot run" status.
 pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
     if !is_a_call(args) {
-        eprintln!("[clawbot_router] {problem}");
+        tell("", problem);
         return 127;
     }
     let words = words_after_program(args);
@@ -246,8 +247,9 @@ fn setup_code(
     args: &NodeArgs,
     from_file: Option<&str>,
 ) -> Result<Option<gateway::setup_code::SetupCode>, String> {
+    let pair = args.pair();
     let text = match (
-        args.pair.as_deref().or(from_file),
+        pair.as_deref().or(from_file),
         args.pair_if_needed.as_ref().map(Option::as_deref),
     ) {
         (Some(_), Some(Some(_))) => {
@@ -303,7 +305,7 @@ fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, Str
         pair_if_needed: args.pair_if_needed.is_some(),
         token: args
             .gateway
-            .token
+            .token()
             .filter(|t| !t.trim().is_empty())
             .or_else(|| from_file(node::service::TOKEN_KEY)),
         log_file: args.log_file,
@@ -346,7 +348,7 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
             let plan = match plan {
                 Ok(plan) => plan,
                 Err(problem) => {
-                    eprintln!("[clawbot_router node install] {problem}");
+                    tell("node install", &problem);
                     return 2;
                 }
             };
@@ -357,7 +359,7 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
                         0
                     }
                     Err(problem) => {
-                        eprintln!("[clawbot_router node install] {problem}");
+                        tell("node install", &problem);
                         2
                     }
                 };
@@ -374,7 +376,9 @@ async fn node_service(command: ServiceCommand, gateway_flag: bool) -> u8 {
     if flags.json {
         print_json(&report.json);
     } else if report.code == 1 {
-        eprintln!("[clawbot_router node] {}", report.text);
+        for line in report.text.lines() {
+            tell("node", line);
+        }
     } else {
         print(&format!("{}\n", report.text));
     }
@@ -399,7 +403,7 @@ fn call_options(args: &CallOptions, activity: Option<ui::Activity>) -> router::O
                 pin: args.gateway.tls_fingerprint(),
             },
         },
-        token: args.gateway.token.clone(),
+        token: args.gateway.token(),
         // The router's own operator identity (remote gateways only), apart
         // from any node's: CLAWBOT_ROUTER_STATE_DIR moves it.
         operator_dir: Some(
@@ -554,7 +558,7 @@ fn own_value_problem(e: &clap::Error, lang: Lang) -> Option<String> {
 /// values of `--token`, `--pair`, `--pair-if-needed`, and any word that
 /// looks like a token or a setup code (a service's log keeps stderr).
 fn redact(text: &str, words: &[String]) -> String {
-    const SECRET_FLAGS: &[&str] = &["--token", "--pair", "--pair-if-needed", "--http-token"];
+    use crate::secrets::FLAGS as SECRET_FLAGS;
     let mut secrets: Vec<&str> = Vec::new();
     for (i, word) in words.iter().enumerate() {
         if let Some((flag, value)) = word.split_once('=')
@@ -623,7 +627,8 @@ fn mcp_http(args: &crate::cli::McpArgs) -> Result<Option<crate::mcp::http::Http>
         }
         return Ok(None);
     };
-    let from_env = std::env::var("CLAWBOT_ROUTER_MCP_TOKEN").is_ok_and(|t| !t.trim().is_empty());
+    let from_env =
+        crate::secrets::var("CLAWBOT_ROUTER_MCP_TOKEN").is_some_and(|t| !t.trim().is_empty());
     let token = if args.http_token.is_some() || args.http_token_file.is_some() || from_env {
         Some(crate::links::secret(&crate::links::SecretSource {
             flag: args.http_token.as_deref(),

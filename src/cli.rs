@@ -188,7 +188,7 @@ pub struct NodeArgs {
         env = "CLAWBOT_ROUTER_SETUP_CODE",
         hide_env_values = true
     )]
-    pub pair: Option<String>,
+    pair: Option<String>,
 
     /// Use the setup code (given here, or with --pair) only while this node
     /// has no device token for that gateway (so the same command line, or
@@ -262,6 +262,16 @@ pub struct NodeArgs {
         default_value = "Diagnose this OpenClaw installation: find what is wrong and fix it, using this node's tools."
     )]
     pub message: String,
+}
+
+impl NodeArgs {
+    /// `--pair`'s setup code: the flag, else the variable (taken out of the
+    /// environment at start-up: see `secrets`).
+    pub fn pair(&self) -> Option<String> {
+        self.pair
+            .clone()
+            .or_else(|| crate::secrets::var("CLAWBOT_ROUTER_SETUP_CODE"))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -381,7 +391,7 @@ pub struct GatewayArgs {
         env = "OPENCLAW_GATEWAY_TOKEN",
         hide_env_values = true
     )]
-    pub token: Option<String>,
+    token: Option<String>,
 
     /// Trust a wss:// gateway by the SHA-256 fingerprint of its certificate
     /// (hex, colons optional), as OpenClaw's clients pin a self-signed one.
@@ -395,6 +405,14 @@ pub struct GatewayArgs {
 }
 
 impl GatewayArgs {
+    /// The shared token: the flag, else the variable (which the program
+    /// took out of its environment at start-up: see `secrets`).
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| crate::secrets::var("OPENCLAW_GATEWAY_TOKEN"))
+    }
+
     /// The pin, if one was given (a blank variable counts as none).
     pub fn tls_fingerprint(&self) -> Option<crate::gateway::Fingerprint> {
         self.tls_fingerprint.clone().and_then(|p| p.0)

@@ -47,5 +47,5 @@ pub fn hand_over(args: Vec<OsString>) -> u8 {
 
 #[cfg(not(unix))]
 pub fn hand_over(args: Vec<OsString>) -> u8 {
-    crate::on_runtime(move || crate::app::run(args))
+    crate::run_full(args)
 }

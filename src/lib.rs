@@ -12,6 +12,7 @@
 
 mod app;
 mod cli;
+mod escape;
 mod front;
 mod gateway;
 mod links;
@@ -20,6 +21,7 @@ mod node;
 mod router;
 mod runner;
 mod schema;
+mod secrets;
 mod tools;
 mod ui;
 
@@ -28,7 +30,13 @@ use std::process::ExitCode;
 
 /// The whole program: every mode and every path of a call.
 pub fn full() -> ExitCode {
-    ExitCode::from(on_runtime(|| app::run(std::env::args_os().collect())))
+    ExitCode::from(run_full(std::env::args_os().collect()))
+}
+
+/// The whole program on `args`, its secrets sealed away first.
+fn run_full(args: Vec<std::ffi::OsString>) -> u8 {
+    secrets::seal(&args);
+    on_runtime(move || app::run(args))
 }
 
 /// The small executable: a router call through the CLI runs here; any
@@ -40,7 +48,11 @@ pub fn front() -> ExitCode {
 
 fn front_code(args: Vec<std::ffi::OsString>) -> u8 {
     match app::cli_call(&args) {
-        Some(call) => on_runtime(|| app::run_cli_call(call)),
+        Some(call) => {
+            secrets::seal(&args);
+            on_runtime(|| app::run_cli_call(call))
+        }
+        // Sealed by the full program: the hand-over passes the secrets on.
         None => front::hand_over(args),
     }
 }

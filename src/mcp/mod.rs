@@ -65,7 +65,7 @@ struct Server {
 /// Streamable HTTP until a signal; the exit status.
 pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     let Some(tool) = tool() else {
-        eprintln!("[clawbot_router mcp] the tool declaration is not an object");
+        say("the tool declaration is not an object");
         return 1;
     };
     let input_over = tokio_util::sync::CancellationToken::new();
@@ -87,14 +87,14 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     let started = tokio::select! {
         started = server.serve((input, output)) => started,
         signal = &mut interrupted => {
-            eprintln!("[clawbot_router mcp] {}: stopping (no session had begun)", signal.name);
+            say(&format!("{}: stopping (no session had begun)", signal.name));
             return 0;
         }
     };
     let running = match started {
         Ok(running) => running,
         Err(e) => {
-            eprintln!("[clawbot_router mcp] no MCP session: {e}");
+            say(&format!("no MCP session: {e}"));
             return 1;
         }
     };
@@ -106,7 +106,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
         signal = &mut interrupted => {
             // Every running call sees its request cancelled and stops its
             // tree before the process goes.
-            eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
+            say(&format!("{}: stopping", signal.name));
             cancel.cancel();
             let _ = tokio::time::timeout(DRAIN + Duration::from_secs(5), waiting).await;
         }
@@ -115,6 +115,12 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     // must still reach stdout before the process goes.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     0
+}
+
+/// A line on stderr, at once: escaped as the log's are (a client's
+/// method names are its own words).
+fn say(message: &str) {
+    crate::node::log::tell("mcp", message);
 }
 
 fn tool() -> Option<Tool> {
@@ -398,10 +404,10 @@ fn frame_stdio(
             if method == Some("initialize") && is_request {
                 initialized = true;
             } else if !initialized && !is_request && method.is_some() {
-                eprintln!(
-                    "[clawbot_router mcp] ignored {} before initialize",
+                say(&format!(
+                    "ignored {} before initialize",
                     method.unwrap_or("a notification")
-                );
+                ));
                 continue;
             }
             match (method, message.get("id")) {

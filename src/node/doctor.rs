@@ -191,9 +191,11 @@ impl Doctor<'_> {
                         .and_then(|d| d.request_id.clone())
                         .unwrap_or_default();
                     if self.announced_pairing.as_deref() != Some(request.as_str()) {
-                        say(&format!(
-                            "doctor: this operator device awaits the gateway operator's approval: run\n    openclaw devices approve {request}\n  (retrying until approved; Ctrl-C stops)"
-                        ));
+                        say(
+                            "doctor: this operator device awaits the gateway operator's approval: run",
+                        );
+                        say(&format!("    openclaw devices approve {request}"));
+                        say("  (retrying until approved; Ctrl-C stops)");
                         self.announced_pairing = Some(request);
                     }
                     let delay = self.backoff.next().min(Duration::from_secs(10));
@@ -239,10 +241,7 @@ impl Doctor<'_> {
                     Progress::Rewritten => rewritten = true,
                     Progress::Tool { name, title } => {
                         let what = if title.is_empty() { name } else { title };
-                        say(&format!(
-                            "doctor: the agent runs {}",
-                            crate::ui::printable(&what)
-                        ));
+                        say(&format!("doctor: the agent runs {what}"));
                     }
                     Progress::Accepted(_) | Progress::Activity => {}
                 }
@@ -374,8 +373,10 @@ impl Stdout {
         Self(tx)
     }
 
+    /// The agent's words, escaped: its reply must not drive the terminal.
     fn write(&self, text: &str) {
-        let _ = self.0.try_send(Write_::Text(text.to_owned()));
+        let text = crate::escape::text(text).into_owned();
+        let _ = self.0.try_send(Write_::Text(text));
     }
 
     /// Waits (briefly) until everything written so far is out.

@@ -1,5 +1,13 @@
 //! The node's log: lines on stderr (or a file), written by a thread of
-//! their own so that a reader that stops reading never stalls the node.
+//! their own so that a reader that stops reading never stalls the node —
+//! and the only way the node, the links and `mcp` put a sentence on
+//! stderr.
+//!
+//! A logged message is one line, escaped whole by [`crate::escape::line`]:
+//! sentences here carry what strangers sent (a gateway's reasons, a
+//! client's names, an MCP server's stderr), and none of it may drive the
+//! terminal or forge a line of ours. A message of several lines is logged
+//! as several messages.
 
 use std::fs::File;
 use std::path::Path;
@@ -32,7 +40,24 @@ pub fn say(message: &str) {
 
 /// The same, for another mode of the program (`bridge`, `chat`, `poll`).
 pub fn say_as(mode: &str, message: &str) {
-    let _ = log().try_send(Log::Line(format!("[clawbot_router {mode}] {message}\n")));
+    let _ = log().try_send(Log::Line(line(mode, message)));
+}
+
+/// A mode's last words before it exits (a usage error, a refusal): written
+/// at once, on stderr, escaped as the log is.
+pub fn tell(mode: &str, message: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(line(mode, message).as_bytes());
+}
+
+fn line(mode: &str, message: &str) -> String {
+    let space = if mode.is_empty() { "" } else { " " };
+    format!(
+        "[clawbot_router{space}{mode}] {}\n",
+        crate::escape::line(message)
+    )
 }
 
 /// Waits (briefly) until every line logged so far is written: the last

@@ -153,9 +153,9 @@ pub async fn run(mut options: Options) -> u8 {
     if let Some(path) = &options.log_file
         && let Err(e) = log::to_file(path)
     {
-        eprintln!(
-            "[clawbot_router node] cannot write the log to {}: {e}",
-            path.display()
+        log::tell(
+            "node",
+            &format!("cannot write the log to {}: {e}", path.display()),
         );
         return 1;
     }
@@ -390,8 +390,10 @@ impl Node {
                                 .and_then(|d| d.reason.clone())
                                 .unwrap_or_default();
                             say(&format!(
-                                "pairing required ({reason}): ask the gateway's operator to run\n    openclaw devices approve {request}\n  (retrying until approved)"
+                                "pairing required ({reason}): ask the gateway's operator to run"
                             ));
+                            say(&format!("    openclaw devices approve {request}"));
+                            say("  (retrying until approved)");
                         }
                         beacon.lost(&format!(
                             "pairing required: openclaw devices approve {request}"

@@ -64,9 +64,9 @@ impl Surface {
             .unwrap_or("<requestId>")
             .to_owned();
         if self.announced.as_deref() != Some(request.as_str()) {
-            say(&format!(
-                "this node's commands await the operator's approval: run\n    openclaw nodes approve {request}\n  (see `openclaw nodes pending`)"
-            ));
+            say("this node's commands await the operator's approval: run");
+            say(&format!("    openclaw nodes approve {request}"));
+            say("  (see `openclaw nodes pending`)");
             self.announced = Some(request);
         }
     }

@@ -394,13 +394,15 @@ async fn through_cli(
             }
         };
         let spec = runner::Spec {
-            // openclaw agent needs the gateway's token: it keeps everything.
+            // openclaw agent needs the gateway's token and password we were
+            // given: it gets them back; no other secret of ours (they left
+            // our environment at start-up).
             env_remove: &[],
             env_filter: None,
             program: invocation.program.clone(),
             args: invocation.args.clone(),
             cwd: None,
-            env: Vec::new(),
+            env: crate::secrets::for_openclaw(),
             timeout: options.timeout,
             grace: options.grace,
             // The JSON answer must arrive whole to be read.

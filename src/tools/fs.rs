@@ -423,7 +423,7 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Depth-first, siblings in name order. Iterative rather than recursive
     /// so a deeply nested tree cannot exhaust a blocking thread's stack.
-    /// Protected places are passed over. True when the walk stopped at its
+    /// Protected places are passed over, under any name. True when the walk stopped at its
     /// budget rather than at the end of the tree.
     fn run(
         &self,
@@ -431,6 +431,7 @@ impl Walk<'_> {
         visit: &mut dyn FnMut(&Found) -> ControlFlow<()>,
     ) -> io::Result<bool> {
         let deadline = std::time::Instant::now() + WALK_TIME;
+        let screen = self.ws.screen();
         let mut visited = 0usize;
         let mut pending = vec![children(start, "")?.into_iter()];
         while let Some(level) = pending.last_mut() {
@@ -441,7 +442,7 @@ impl Walk<'_> {
             if found.kind == Kind::Dir && self.skipped_dirs.contains(&found.name.as_str()) {
                 continue;
             }
-            if self.ws.is_protected(&found.path) {
+            if screen.hides(&found.path) {
                 continue;
             }
             visited += 1;
@@ -674,6 +675,31 @@ mod tests {
         let got = list(&ws, None, None, true);
         assert_eq!(names(&got), ["link", "real", "real/file.txt"]);
         assert_eq!(got["entries"][0]["type"], "symlink");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn walks_pass_over_a_protected_file_under_every_name() {
+        let (_dir, mut ws) = setup();
+        put(&ws, "keys/token", b"needle-secret");
+        put(&ws, "notes.txt", b"needle-free");
+        ws.protect(&ws.root().join("keys/token"));
+        fs::hard_link(ws.root().join("keys/token"), ws.root().join("alias")).expect("link");
+        std::os::unix::fs::symlink("keys/token", ws.root().join("pointer")).expect("link");
+        let listed = list(&ws, None, None, true);
+        assert_eq!(names(&listed), ["keys", "notes.txt"], "{listed}");
+        let by_content = search(&ws, "needle", true, 100);
+        let paths: Vec<&str> = by_content["matches"]
+            .as_array()
+            .expect("matches")
+            .iter()
+            .filter_map(|m| m["path"].as_str())
+            .collect();
+        assert_eq!(paths, ["notes.txt"], "{by_content}");
+        let by_name = search(&ws, "o", false, 100);
+        assert!(!by_name.to_string().contains("token"), "{by_name}");
+        assert!(!by_name.to_string().contains("pointer"), "{by_name}");
+        assert!(!by_name.to_string().contains("alias"), "{by_name}");
     }
 
     #[test]

@@ -22,21 +22,17 @@ pub mod host;
 mod permit;
 pub mod plans;
 pub mod policy;
+mod redact;
 pub mod sandbox;
 pub mod setup;
 pub mod system;
 pub mod upstream;
 
-/// Our credentials, inherited from the node's environment: no command a
-/// tool runs may see them (an agent's `env` would put them in a transcript).
-pub const SECRET_VARS: &[&str] = &[
-    "OPENCLAW_GATEWAY_TOKEN",
-    "OPENCLAW_GATEWAY_PASSWORD",
-    "CLAWBOT_ROUTER_SETUP_CODE",
-    "CLAWBOT_ROUTER_MCP_TOKEN",
-    "CLAWBOT_BRIDGE_TOKEN",
-    "CLAWBOT_ROUTER_POLL_KEY",
-];
+/// Our credentials as variables ([`crate::secrets::VARS`]): no command a
+/// tool runs may see them (an agent's `env` would put them in a
+/// transcript). Taken out of our environment at start-up; removed from a
+/// child's all the same, for a process that was not sealed.
+pub const SECRET_VARS: &[&str] = crate::secrets::VARS;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -15,7 +15,18 @@
 //! resolution time: a local process that swaps a directory for a symlink
 //! between the check and the use is beyond it (the agent itself has no tool
 //! that makes symlinks).
+//!
+//! Protected places (our state, OpenClaw's, the files we read a secret
+//! from) are refused inside the workspace too, under any name: by path, by
+//! what a symlink leads to, and by identity (device and inode, on Unix), so
+//! a hard link to a protected file, or a bind mount of a protected
+//! directory, is refused as the original is. A file inside a protected
+//! directory that has other links is looked for among that directory's
+//! files, once per call that meets such a file (most meet none; the look
+//! is bounded, see [`TWIN_SCAN`]).
 
+use std::cell::OnceCell;
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
@@ -34,6 +45,110 @@ pub struct Workspace {
     /// Places inside the root no tool may touch: the node's own state
     /// (private key, tokens, approvals) and OpenClaw's (config, credentials).
     protected: Vec<PathBuf>,
+    /// The same places by identity: another name (a hard link, a bind
+    /// mount) leads to the same file.
+    identities: Vec<Identity>,
+}
+
+/// What a file is whatever its name: its device and inode (Unix; none
+/// elsewhere, where the path alone protects).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(unix), allow(dead_code))]
+struct Identity {
+    device: u64,
+    inode: u64,
+}
+
+impl Identity {
+    #[cfg(unix)]
+    fn of(meta: &fs::Metadata) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        Some(Self {
+            device: meta.dev(),
+            inode: meta.ino(),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &fs::Metadata) -> Option<Self> {
+        None
+    }
+}
+
+/// Whether a regular file has other names than this one.
+#[cfg(unix)]
+fn has_other_links(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.is_file() && meta.nlink() > 1
+}
+
+#[cfg(not(unix))]
+fn has_other_links(_meta: &fs::Metadata) -> bool {
+    false
+}
+
+/// Entries of the protected directories looked at, at most, for the
+/// other links of a file with several: past that, a hard link into the
+/// workspace of a file deeper in a huge protected tree is not recognised
+/// (its path and what links to it by symlink still are).
+const TWIN_SCAN: usize = 50_000;
+
+/// One call's view of what is protected (see the module's documentation):
+/// it gathers the protected files that have other links the first time it
+/// meets a file with several links, and keeps them for the rest of the call.
+pub struct Screen<'a> {
+    ws: &'a Workspace,
+    twins: OnceCell<HashSet<Identity>>,
+}
+
+impl Screen<'_> {
+    /// Whether `path` — an entry a walk met (a symlink is judged by what it
+    /// leads to), or a resolved path — is protected.
+    pub fn hides(&self, path: &Path) -> bool {
+        if self.ws.protected.iter().any(|p| path.starts_with(p)) {
+            return true;
+        }
+        let Ok(meta) = fs::symlink_metadata(path) else {
+            return false;
+        };
+        if meta.file_type().is_symlink() {
+            return fs::canonicalize(path)
+                .is_ok_and(|real| !real.is_symlink() && self.hides(&real));
+        }
+        let Some(identity) = Identity::of(&meta) else {
+            return false;
+        };
+        self.ws.identities.contains(&identity)
+            || has_other_links(&meta) && self.twins().contains(&identity)
+    }
+
+    /// The identities of the protected files that have other links.
+    fn twins(&self) -> &HashSet<Identity> {
+        self.twins.get_or_init(|| {
+            let mut found = HashSet::new();
+            let mut budget = TWIN_SCAN;
+            let mut pending: Vec<PathBuf> = self.ws.protected.clone();
+            while let Some(path) = pending.pop() {
+                let Ok(meta) = fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if meta.is_dir() {
+                    let Ok(entries) = fs::read_dir(&path) else {
+                        continue;
+                    };
+                    let entries: Vec<PathBuf> = entries
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .take(budget)
+                        .collect();
+                    budget -= entries.len();
+                    pending.extend(entries);
+                } else if has_other_links(&meta) {
+                    found.extend(Identity::of(&meta));
+                }
+            }
+            found
+        })
+    }
 }
 
 impl Workspace {
@@ -48,21 +163,43 @@ impl Workspace {
             root: canonical,
             given,
             protected: Vec::new(),
+            identities: Vec::new(),
         })
     }
 
     /// Puts `path` (a file or a directory, existing or not) out of every
-    /// tool's reach, even when it lies inside the workspace.
+    /// tool's reach, even when it lies inside the workspace, under any name.
     pub fn protect(&mut self, path: &Path) {
         let real = fs::canonicalize(path)
             .ok()
             .or_else(|| normalize(path).filter(|p| p.is_absolute()));
         self.protected.extend(real);
+        let identity = fs::metadata(path).ok().as_ref().and_then(Identity::of);
+        self.identities.extend(identity);
     }
 
-    /// True for a protected path or anything below one.
+    /// One call's view of what is protected, for a walk.
+    pub fn screen(&self) -> Screen<'_> {
+        Screen {
+            ws: self,
+            twins: OnceCell::new(),
+        }
+    }
+
+    /// True for a resolved path that is protected or lies below a protected
+    /// place, under any of their names.
     pub fn is_protected(&self, real: &Path) -> bool {
-        self.protected.iter().any(|p| real.starts_with(p))
+        if self.screen().hides(real) {
+            return true;
+        }
+        // A directory of the workspace may be a protected one under another
+        // name (a bind mount): every level down to `real` is looked at.
+        real.ancestors()
+            .skip(1)
+            .take_while(|dir| dir.starts_with(&self.root))
+            .filter_map(|dir| fs::metadata(dir).ok())
+            .filter_map(|meta| Identity::of(&meta))
+            .any(|identity| self.identities.contains(&identity))
     }
 
     fn unprotected(&self, path: &str, real: PathBuf) -> Result<PathBuf, ToolError> {
@@ -410,6 +547,42 @@ mod tests {
             .resolve_existing(spelled.to_str().expect("utf-8"))
             .expect("ok");
         assert_eq!(got, ws.root().join("sub/file.txt"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_protected_file_is_refused_under_every_name_inside_the_workspace() {
+        let (_dir, mut ws) = setup();
+        let secret = ws.root().join("sub/token");
+        fs::write(&secret, "s3cret").expect("write");
+        ws.protect(&secret);
+        fs::hard_link(&secret, ws.root().join("hard")).expect("hard link");
+        std::os::unix::fs::symlink(&secret, ws.root().join("soft")).expect("symlink");
+        for name in ["sub/token", "hard", "soft"] {
+            assert_eq!(code(ws.resolve_existing(name)), "PROTECTED_PATH", "{name}");
+            assert_eq!(code(ws.resolve_for_write(name)), "PROTECTED_PATH", "{name}");
+        }
+        assert_eq!(
+            ws.resolve_existing("sub/file.txt").expect("ok"),
+            ws.root().join("sub/file.txt")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_link_to_a_file_inside_a_protected_directory_is_refused() {
+        let (_dir, mut ws) = setup();
+        let state = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(state.path().join("operator")).expect("mkdir");
+        // Written after the directory was protected: caught all the same.
+        ws.protect(state.path());
+        let key = state.path().join("operator/device-identity.json");
+        fs::write(&key, "{}").expect("write");
+        fs::hard_link(&key, ws.root().join("innocent.json")).expect("hard link");
+        assert_eq!(code(ws.resolve_existing("innocent.json")), "PROTECTED_PATH");
+        // A file that merely has another link of its own is not refused.
+        fs::hard_link(ws.root().join("sub/file.txt"), ws.root().join("twin.txt")).expect("link");
+        assert!(ws.resolve_existing("twin.txt").is_ok());
     }
 
     #[test]

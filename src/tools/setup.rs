@@ -41,6 +41,11 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bo
     for path in system::openclaw_private_paths() {
         workspace.protect(&path);
     }
+    // The files this process read a secret from (--env-file, --token-file,
+    // --key-file, --mcp-config), wherever they are.
+    for path in crate::secrets::files() {
+        workspace.protect(&path);
+    }
     let prompter = match setup.approval {
         Mode::Ask => Prompter::for_terminal(),
         _ => None,

@@ -133,135 +133,7 @@ pub fn read_config() -> Result<Value, ToolError> {
     }
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ToolError::new("IO_ERROR", format!("{}: {e}", path.display())))?;
-    Ok(json!({ "path": path, "content": redact(&text), "redacted": true }))
-}
-
-/// Key names whose values never leave the machine (over-redacting is the
-/// safe side: `sessionKey` goes too).
-fn is_secret_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
-    [
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "authorization",
-        "bearer",
-        "credential",
-        "cookie",
-        "webhook",
-        "dsn",
-    ]
-    .iter()
-    .any(|s| k.contains(s))
-        || k.ends_with("key")
-        || k.ends_with("keys")
-}
-
-/// Replaces the values of secret keys in JSON or JSON5 text. The config is
-/// JSON5 (comments, unquoted keys, single quotes), so it is scanned rather
-/// than parsed, and the layout the agent reads stays the user's own.
-fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if let Some(comment) = comment_len(rest) {
-            out.push_str(&rest[..comment]);
-            rest = &rest[comment..];
-            continue;
-        }
-        let token = if c == '"' || c == '\'' {
-            string_len(rest)
-        } else if c.is_alphabetic() || c == '_' || c == '$' {
-            rest.find(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '$'))
-                .unwrap_or(rest.len())
-        } else {
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-            continue;
-        };
-        let (word, after) = rest.split_at(token);
-        out.push_str(word);
-        rest = after;
-        let gap = rest.len() - rest.trim_start().len();
-        if !rest[gap..].starts_with(':') {
-            continue;
-        }
-        let key = word.trim_matches(|q| q == '"' || q == '\'');
-        out.push_str(&rest[..=gap]);
-        rest = &rest[gap + 1..];
-        let space = rest.len() - rest.trim_start().len();
-        out.push_str(&rest[..space]);
-        rest = &rest[space..];
-        if !is_secret_key(key) || rest.is_empty() {
-            continue;
-        }
-        let value = if rest.starts_with(['"', '\'']) {
-            string_len(rest)
-        } else if rest.starts_with(['{', '[']) {
-            nested_len(rest)
-        } else {
-            rest.find([',', '}', ']', '\n', '\r']).unwrap_or(rest.len())
-        };
-        out.push_str("\"<redacted>\"");
-        rest = rest[value..].trim_start_matches([' ', '\t']);
-    }
-    out
-}
-
-/// Length of the `//` or `/* */` comment `text` starts with.
-fn comment_len(text: &str) -> Option<usize> {
-    if text.starts_with("//") {
-        return Some(text.find('\n').unwrap_or(text.len()));
-    }
-    text.strip_prefix("/*")
-        .map(|body| body.find("*/").map(|i| i + 4).unwrap_or(text.len()))
-}
-
-/// Length of the object or array `text` starts with (strings and comments
-/// inside skipped whole; to the end if unbalanced).
-fn nested_len(text: &str) -> usize {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < text.len() {
-        let rest = &text[i..];
-        if let Some(comment) = comment_len(rest) {
-            i += comment;
-            continue;
-        }
-        let c = rest.chars().next().unwrap_or(' ');
-        match c {
-            '"' | '\'' => {
-                i += string_len(rest);
-                continue;
-            }
-            '{' | '[' => depth += 1,
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            _ => {}
-        }
-        i += c.len_utf8();
-    }
-    text.len()
-}
-
-/// Length of the quoted string `text` starts with (to the end if unclosed).
-fn string_len(text: &str) -> usize {
-    let quote = text.as_bytes()[0];
-    let mut escaped = false;
-    for (i, b) in text.bytes().enumerate().skip(1) {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            _ if b == quote => return i + 1,
-            _ => {}
-        }
-    }
-    text.len()
+    Ok(json!({ "path": path, "content": super::redact::config(&text), "redacted": true }))
 }
 
 pub async fn validate_config() -> Result<Value, ToolError> {
@@ -386,7 +258,7 @@ async fn error_log(words: Option<&[String]>) -> String {
                 .collect();
             let pick = if errors.is_empty() { &lines } else { &errors };
             let start = pick.len().saturating_sub(ERROR_LOG_LINES);
-            redact(&pick[start..].join("\n"))
+            super::redact::config(&pick[start..].join("\n"))
         }
         Err(e) => format!("{}: {e}", path.display()),
     }
@@ -454,56 +326,5 @@ fn kernel_release() -> Option<String> {
     #[cfg(not(target_os = "linux"))]
     {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_redacted_and_layout_kept() {
-        let config = r#"{
-  // my gateway
-  "gateway": { "auth": { "mode": "token", "token": "s3cr3t" } },
-  models: {
-    apiKey: 'sk-live-123',
-    "baseUrl": "http://127.0.0.1:18555/v1",
-  },
-}"#;
-        let out = redact(config);
-        assert!(!out.contains("sk-live-123"));
-        assert!(out.contains("apiKey: \"<redacted>\","), "{out}");
-        assert!(out.contains("\"baseUrl\": \"http://127.0.0.1:18555/v1\","));
-        assert!(out.contains("// my gateway"));
-        assert_eq!(out.lines().count(), config.lines().count());
-    }
-
-    #[test]
-    fn secrets_on_one_line_objects_are_not_missed() {
-        // Values inside inline objects sit after the first colon: the whole
-        // line must be treated, not only its first key.
-        let out = redact(r#"  "gateway": { "auth": { "mode": "token", "token": "s3cr3t" } },"#);
-        assert!(!out.contains("s3cr3t"), "{out}");
-        assert!(out.contains(r#""mode": "token""#), "{out}");
-    }
-
-    #[test]
-    fn whole_arrays_objects_and_auth_headers_are_redacted() {
-        let out = redact(
-            r#"{ "apiKeys": ["sk-1", "sk-2"], headers: { Authorization: "Bearer sk-3" }, "credentials": { "user": "u", "pass": "p" }, "webhookUrl": "https://x/hook?token=t", "port": 18789 }"#,
-        );
-        for secret in ["sk-1", "sk-2", "sk-3", "\"pass\"", "hook?token"] {
-            assert!(!out.contains(secret), "{secret} leaked: {out}");
-        }
-        assert!(out.contains("\"port\": 18789"), "{out}");
-    }
-
-    #[test]
-    fn bare_values_and_comments() {
-        let out = redact("{ password: hunter2, // token: \"kept in a comment\"\n port: 1 }");
-        assert!(!out.contains("hunter2"), "{out}");
-        assert!(out.contains("port: 1"), "{out}");
-        assert!(out.contains("kept in a comment"), "{out}");
     }
 }

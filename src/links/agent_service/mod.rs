@@ -281,7 +281,7 @@ impl Chat {
                     Err(why) => End::Refused(why),
                 },
                 500.. => End::Dropped(format!("HTTP {status}: {said}")),
-                _ => End::Refused(format!("HTTP {status}: {}", crate::ui::printable(&said))),
+                _ => End::Refused(format!("HTTP {status}: {said}")),
             };
         }
         let mut parser = sse::Parser::default();
@@ -351,7 +351,7 @@ impl Chat {
         if text.is_empty() {
             return;
         }
-        (self.options.print)(&crate::ui::printable_text(text));
+        (self.options.print)(&crate::escape::text(text));
         self.open_line
             .store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
     }
@@ -397,16 +397,13 @@ impl Chat {
             "error" => {
                 say(&format!(
                     "the service reported an error: {}: {}",
-                    crate::ui::printable(data["code"].as_str().unwrap_or("?")),
-                    crate::ui::printable(data["message"].as_str().unwrap_or("?"))
+                    data["code"].as_str().unwrap_or("?"),
+                    data["message"].as_str().unwrap_or("?")
                 ));
                 Some(Step::Failed)
             }
             other => {
-                say(&format!(
-                    "unknown event {:?}; skipped",
-                    crate::ui::printable(other)
-                ));
+                say(&format!("unknown event {other:?}; skipped"));
                 None
             }
         }
@@ -463,7 +460,7 @@ impl Chat {
         if repeat {
             say(&format!(
                 "tool call {} was asked for before; it is not run again",
-                crate::ui::printable(&call.id)
+                &call.id
             ));
         }
         let result = kept
@@ -479,7 +476,7 @@ impl Chat {
     /// Runs `call` if the replay memory has never seen its id (and now
     /// has it recorded); otherwise the refusal.
     async fn first_run(&self, call: &ToolCall, cancel: CancellationToken) -> Value {
-        let shown = crate::ui::printable(&call.id);
+        let shown = &call.id;
         match self.replay.admit(&call.id) {
             Ok(Admit::New) => self.run(call, cancel).await,
             Ok(Admit::Again) => {
@@ -536,9 +533,9 @@ impl Chat {
         if let Some(reason) = &call.reason {
             say(&format!(
                 "tool {} ({}): {}",
-                crate::ui::printable(&call.name),
+                call.name,
                 call.risk,
-                crate::ui::printable(&reason.chars().take(200).collect::<String>())
+                reason.chars().take(200).collect::<String>()
             ));
         }
         let params = serde_json::to_string(&call.arguments).unwrap_or_default();
@@ -556,10 +553,7 @@ impl Chat {
                 gate,
             })
             .await;
-        say(&format!(
-            "tool {} → {decision}",
-            crate::ui::printable(&call.name)
-        ));
+        say(&format!("tool {} → {decision}", call.name));
         match outcome {
             Ok(value) => json!({"id": call.id, "ok": true, "result": value, "error": null}),
             Err(e) => failure(&call.id, format!("{}: {}", e.code, e.message)),
@@ -696,6 +690,6 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
 }
 
 fn usage(why: &str) -> u8 {
-    eprintln!("[clawbot_router chat] {why}");
+    crate::node::log::tell("chat", why);
     2
 }

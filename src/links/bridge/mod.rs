@@ -446,14 +446,12 @@ impl Link {
         say(&format!(
             "{}: session {session} bound (claude session {}, pid {}); {} buffered message(s) follow",
             self.peer,
-            crate::ui::printable(
-                &claude
-                    .as_deref()
-                    .unwrap_or("-")
-                    .chars()
-                    .take(100)
-                    .collect::<String>()
-            ),
+            claude
+                .as_deref()
+                .unwrap_or("-")
+                .chars()
+                .take(100)
+                .collect::<String>(),
             pid.map_or("-".into(), |p| p.to_string()),
             buffered.len()
         ));
@@ -674,7 +672,7 @@ pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -
         None => serve_main(command.run, stop).await,
     };
     result.unwrap_or_else(|problem| {
-        eprintln!("[clawbot_router bridge] {problem}");
+        crate::node::log::tell("bridge", &problem);
         2
     })
 }
@@ -736,7 +734,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
             Ok(0)
         }
         Err(problem) => {
-            eprintln!("[clawbot_router bridge send] {problem}");
+            crate::node::log::tell("bridge send", &problem);
             Ok(1)
         }
     }

@@ -125,7 +125,7 @@ impl Command {
 }
 
 fn shown(name: &str) -> String {
-    crate::ui::printable(&name.chars().take(100).collect::<String>())
+    crate::escape::line(&name.chars().take(100).collect::<String>()).into_owned()
 }
 
 /// The body of `…/complete` for an outcome: the output as text (a file's

@@ -170,8 +170,8 @@ impl Poller {
             .to_owned();
         say(&format!(
             "registered as node {id} in workspace {} ({})",
-            crate::ui::printable(&workspace),
-            crate::ui::printable(context["workspaceName"].as_str().unwrap_or("-"))
+            workspace,
+            context["workspaceName"].as_str().unwrap_or("-")
         ));
         *self.node.lock().unwrap() = Some(id.clone());
         Ok(id)
@@ -334,10 +334,9 @@ impl Poller {
                     &format!(
                         "a command without a usable id is skipped: {} (an id is one URL path segment: up to {MAX_ID} letters, digits, '-', '_', '.' or ':', and not '.' or '..')",
                         match &raw["id"] {
-                            Value::String(id) => format!(
-                                "{:?}",
-                                crate::ui::printable(&id.chars().take(80).collect::<String>())
-                            ),
+                            Value::String(id) => {
+                                format!("{:?}", id.chars().take(80).collect::<String>())
+                            }
                             Value::Null => "it has none".into(),
                             _ => "it is not text".into(),
                         }
@@ -556,7 +555,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
 /// `clawbot_router poll …`; the exit code.
 pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
     let usage = |why: String| {
-        eprintln!("[clawbot_router poll] {why}");
+        crate::node::log::tell("poll", &why);
         2
     };
     let api = match Service::parse(&args.api, true) {

@@ -108,6 +108,8 @@ fn from_file(path: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+    // The servers' own secrets live in its `env`.
+    crate::secrets::holds_secrets(path);
     let doc: Value = serde_json::from_str(&text).map_err(|e| at(format!("not JSON: {e}")))?;
     let (mut servers, notes) = parse(&doc).map_err(at)?;
     // A relative "cwd" is the file's business: from the file's directory.

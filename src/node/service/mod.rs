@@ -977,6 +977,7 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, String> {
         }
         vars.push((key.to_owned(), value.to_owned()));
     }
+    crate::secrets::holds_secrets(path);
     Ok(vars)
 }
 
