@@ -9,9 +9,9 @@
 //! private address only with a bearer token, since the token crosses the
 //! wire in plaintext; never every interface or a public address), the
 //! bearer token itself (constant-time), and the limits. `Host` and
-//! `Origin` are checked by rmcp against DNS rebinding: the hosts this
-//! server answers as, and no browser origin unless `--http-allow-origin`
-//! names it. Request bodies are bounded.
+//! `Origin` are checked by rmcp against DNS rebinding, with the names this
+//! server answers as and the origins [`allowed_origins`] gives it. Request
+//! bodies are bounded.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,6 +40,8 @@ const BODY_GAP: Duration = Duration::from_secs(30);
 const BODY_WITHIN: Duration = Duration::from_secs(120);
 /// Connections served at once; more wait to be accepted.
 const MAX_CONNECTIONS: usize = 128;
+/// The loopback names a page on this machine is served from.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 /// Where and how the server listens.
 pub struct Http {
@@ -74,6 +76,25 @@ impl Http {
     }
 }
 
+/// The browser origins a request may carry. On loopback: a page served
+/// from this machine's own loopback names (any port), which could reach
+/// the server anyway — what DNS rebinding needs is a foreign name, and
+/// that is refused. On a private address: none by default, because
+/// "localhost" in a browser's `Origin` is the browser's machine, not this
+/// one. Anywhere: those named with `--http-allow-origin`.
+fn allowed_origins(loopback: bool, named: &[String]) -> Vec<String> {
+    let mut origins = Vec::new();
+    if loopback {
+        for host in LOOPBACK_NAMES {
+            for scheme in ["http", "https"] {
+                origins.push(format!("{scheme}://{host}:*"));
+            }
+        }
+    }
+    origins.extend(named.iter().cloned());
+    origins
+}
+
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 
 /// Serves until `stop`; the exit status.
@@ -102,10 +123,11 @@ pub(super) async fn serve(
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_max_request_body_bytes(MAX_BODY);
-    config = if http.origins.is_empty() {
+    let origins = allowed_origins(at.ip().is_loopback(), &http.origins);
+    config = if origins.is_empty() {
         config.enforce_origin_validation()
     } else {
-        config.with_allowed_origins(http.origins.clone())
+        config.with_allowed_origins(origins)
     };
     config.cancellation_token = shutdown.child_token();
     let server = Server {
@@ -319,5 +341,25 @@ mod tests {
         assert!(Http::new("nowhere", None, vec![]).is_err());
         assert!(Http::new("127.0.0.1:1", None, vec!["evil.example".into()]).is_err());
         assert!(Http::new("127.0.0.1:1", None, vec!["http://localhost:3000".into()]).is_ok());
+    }
+
+    #[test]
+    fn loopback_takes_its_own_names_as_origins_a_private_address_only_those_named() {
+        let loopback = allowed_origins(true, &["https://app.example:443".into()]);
+        for origin in [
+            "http://localhost:*",
+            "https://127.0.0.1:*",
+            "http://[::1]:*",
+        ] {
+            assert!(loopback.contains(&origin.to_owned()), "{loopback:?}");
+        }
+        assert!(loopback.contains(&"https://app.example:443".to_owned()));
+        // A browser's "localhost" is the browser's machine, not a private
+        // address's: nothing unless named.
+        assert!(allowed_origins(false, &[]).is_empty());
+        assert_eq!(
+            allowed_origins(false, &["http://172.22.0.1:3000".into()]),
+            ["http://172.22.0.1:3000"]
+        );
     }
 }
