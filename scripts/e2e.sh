@@ -2,7 +2,8 @@
 # The end-to-end suite against real third-party software: brings the
 # OpenClaw sandbox up (installing it on first use), runs tests/e2e.rs, then
 # drives `clawbot_router mcp` with the official Python MCP client (installed
-# by scripts/mcp-client.sh), and always takes the sandbox down again.
+# by scripts/mcp-client.sh), the official TypeScript SDK and the official
+# MCP conformance suite, and always takes the sandbox down again.
 #
 # It runs a sandbox of its own (its own directory and ports), so a sandbox
 # left running by `scripts/sandbox.sh demo` is left alone.
@@ -57,5 +58,6 @@ eval "$("$here/sandbox.sh" env)"
 cargo test --locked --test e2e -- --ignored --test-threads=1 "$@"
 cargo test --locked --test e2e_tls -- --ignored --test-threads=1 "$@"
 # The MCP server against real MCP clients: the official Python SDK (stdio
-# and Streamable HTTP) and the official TypeScript SDK (Streamable HTTP).
+# and Streamable HTTP), the official TypeScript SDK (Streamable HTTP), and
+# the official conformance suite's server scenarios (Streamable HTTP).
 CLAWBOT_MCP_PYTHON=$("$here/mcp-client.sh") cargo test --locked --test mcp_client -- --ignored

@@ -4,7 +4,8 @@
 # server on 127.0.0.1, an isolated config and state dir, and the gateway on
 # loopback with token auth.
 #
-#   scripts/sandbox.sh install   install Node 24 + openclaw into the cache (reused)
+#   scripts/sandbox.sh install   install Node 24, openclaw, the MCP packages and the MCP
+#                                conformance suite into the cache (reused)
 #   scripts/sandbox.sh up        install, then start the fake model and the gateway
 #   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
 #   scripts/sandbox.sh down      stop exactly what `up` started
@@ -39,6 +40,10 @@ openclaw_bin=$cache/openclaw/node_modules/.bin
 # and the official TypeScript SDK, whose client drives `mcp --http`.
 mcp_servers="@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2"
 mcp_bin=$cache/mcp/node_modules/.bin
+# The official MCP conformance suite, run against `mcp --http` (npm's latest
+# release; a prefix of its own, so that a sandbox without it is not
+# reinstalled).
+conformance="@modelcontextprotocol/conformance@0.1.16"
 
 say() { printf '[sandbox] %s\n' "$*" >&2; }
 
@@ -61,6 +66,12 @@ install() {
       >"$cache/npm-mcp.log" 2>&1 || { cat "$cache/npm-mcp.log" >&2; exit 1; }
     echo "$mcp_servers" >"$cache/mcp/installed"
   fi
+  if [ "$(cat "$cache/conformance/installed" 2>/dev/null)" != "$conformance" ]; then
+    say "installing $conformance into $cache/conformance"
+    PATH="$node_bin:$PATH" npm install --no-audit --no-fund --prefix "$cache/conformance" "$conformance" \
+      >"$cache/npm-conformance.log" 2>&1 || { cat "$cache/npm-conformance.log" >&2; exit 1; }
+    echo "$conformance" >"$cache/conformance/installed"
+  fi
 }
 
 # The exports every openclaw call of the sandbox needs (also printed by `env`).
@@ -78,6 +89,7 @@ export OPENCLAW_GATEWAY_URL="$scheme://${bind_host:-127.0.0.1}:$port"
 export CLAWBOT_SANDBOX_MODEL_LOG="$run/model-requests.jsonl"
 export CLAWBOT_SANDBOX_MCP_BIN="$mcp_bin"
 export CLAWBOT_SANDBOX_MCP_SDK="$cache/mcp/node_modules/@modelcontextprotocol/sdk"
+export CLAWBOT_SANDBOX_CONFORMANCE="$cache/conformance/node_modules/.bin/conformance"
 VARS
   if [ -n "$tls" ] && [ -f "$cert" ]; then
     echo "export OPENCLAW_GATEWAY_TLS_FINGERPRINT=$(fingerprint)"

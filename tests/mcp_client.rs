@@ -5,9 +5,13 @@
 //! HTTP (`mcp --http`, with the HTTP rules: token, Origin, Host, body limit,
 //! DELETE); and the official TypeScript SDK's Streamable HTTP client through
 //! tests/mcp_client/check_http.mjs (call, progress over SSE, a cancel that
-//! stops the tree). scripts/e2e.sh installs both (scripts/mcp-client.sh,
-//! scripts/sandbox.sh install) and runs these with CLAWBOT_MCP_PYTHON and
-//! CLAWBOT_SANDBOX_MCP_SDK set.
+//! stops the tree); and the official conformance suite
+//! (`@modelcontextprotocol/conformance`), every server scenario that applies
+//! to this server passing over Streamable HTTP (those that do not are listed
+//! with why in tests/mcp_client/conformance-expected-failures.yml).
+//! scripts/e2e.sh installs them (scripts/mcp-client.sh, scripts/sandbox.sh
+//! install) and runs these with CLAWBOT_MCP_PYTHON, CLAWBOT_SANDBOX_MCP_SDK
+//! and CLAWBOT_SANDBOX_CONFORMANCE set.
 
 #![cfg(unix)]
 
@@ -17,6 +21,18 @@ use std::time::Duration;
 
 /// Runs a client's checks; they print OK/FAIL lines and "all checks passed".
 fn checks(program: &str, args: &[&str]) {
+    let out = run(program, args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "the MCP client's checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs a client to its end: what it printed and how it exited.
+fn run(program: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     let child = cmd
@@ -30,23 +46,16 @@ fn checks(program: &str, args: &[&str]) {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    let out = match rx.recv_timeout(Duration::from_secs(180)) {
+    match rx.recv_timeout(Duration::from_secs(180)) {
         Ok(out) => out.expect("the client's output"),
         Err(_) => {
             // SAFETY: a plain kill(2) on our own child's pid.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
-            panic!("the MCP client's checks did not finish within 180 s");
+            panic!("{program} did not finish within 180 s");
         }
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    assert!(
-        out.status.success() && stdout.contains("all checks passed"),
-        "the MCP client's checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    }
 }
 
 fn python() -> String {
@@ -91,4 +100,69 @@ fn the_official_typescript_client_drives_the_server_over_streamable_http() {
         "/tests/mcp_client/check_http.mjs"
     );
     checks("node", &[script, &sdk, common::ROUTER, common::FAKE]);
+}
+
+/// The scenarios of the suite that apply to this server (a handshake, ping,
+/// the tool and prompt lists, concurrent SSE streams, DNS-rebinding
+/// protection, and the empty completion and resource lists): each must
+/// show as passed, so a renamed or skipped one cannot pass unnoticed.
+const CONFORMANCE_APPLIES: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "prompts-list",
+    "dns-rebinding-protection",
+];
+
+#[test]
+#[ignore = "needs the MCP conformance suite and Node.js: scripts/e2e.sh (scripts/sandbox.sh install)"]
+fn the_official_conformance_suite_passes_over_streamable_http() {
+    let suite = std::env::var("CLAWBOT_SANDBOX_CONFORMANCE").expect(
+        "CLAWBOT_SANDBOX_CONFORMANCE names the conformance suite (eval \"$(scripts/sandbox.sh env)\")",
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = common::router_with("reply", &[])
+        .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mcp --http did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let expected = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp_client/conformance-expected-failures.yml"
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = run(
+        &suite,
+        &["server", "--url", &url, "--expected-failures", expected],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the conformance suite failed (a scenario that applies failed, or one listed as expected to fail passed):\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for scenario in CONFORMANCE_APPLIES {
+        assert!(
+            stdout.contains(&format!("✓ {scenario}:")),
+            "{scenario} did not pass:\n{stdout}"
+        );
+    }
 }

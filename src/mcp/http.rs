@@ -9,24 +9,34 @@
 //! private address only with a bearer token, since the token crosses the
 //! wire in plaintext; never every interface or a public address), the
 //! bearer token itself (constant-time), and the limits. `Host` and
-//! `Origin` are checked by rmcp against DNS rebinding: the hosts this
-//! server answers as, and no browser origin unless `--http-allow-origin`
-//! names it. Request bodies are bounded.
+//! `Origin` are checked by rmcp against DNS rebinding, with the names this
+//! server answers as and the origins [`allowed_origins`] gives it. Request
+//! bodies are bounded, and read here: a POST's call is known, so that a
+//! client hanging up before its answer has that call cancelled (rmcp keeps
+//! a session's call running for a resumption we do not offer). What each
+//! connection and session holds is [`budget`]'s to bound: no peer can hold
+//! everything and lock a new client out.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+mod budget;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
+use budget::{Budget, Limits, Refusal, Ticket, Victim};
 
 /// The one endpoint.
 pub const PATH: &str = "/mcp";
@@ -38,8 +48,22 @@ const HEADER_WITHIN: Duration = Duration::from_secs(30);
 /// and [`BODY_WITHIN`] in all.
 const BODY_GAP: Duration = Duration::from_secs(30);
 const BODY_WITHIN: Duration = Duration::from_secs(120);
-/// Connections served at once; more wait to be accepted.
-const MAX_CONNECTIONS: usize = 128;
+/// What the server holds at once; README.md ("Limits") says why.
+const LIMITS: Limits = Limits {
+    connections: 256,
+    connections_per_address: 64,
+    sessions: 256,
+    sessions_per_address: 64,
+    streams_per_session: 1,
+    requests_per_session: 16,
+};
+/// Connections turned away (503 and a reason) at once; past this a
+/// connection that finds no room is closed without a word.
+const TURNING_AWAY: usize = 32;
+/// How long a connection turned away may take to send its request.
+const TURN_AWAY_WITHIN: Duration = Duration::from_secs(5);
+/// The loopback names a page on this machine is served from.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 /// Where and how the server listens.
 pub struct Http {
@@ -74,7 +98,35 @@ impl Http {
     }
 }
 
+/// The browser origins a request may carry. On loopback: a page served
+/// from this machine's own loopback names (any port), which could reach
+/// the server anyway — what DNS rebinding needs is a foreign name, and
+/// that is refused. On a private address: none by default, because
+/// "localhost" in a browser's `Origin` is the browser's machine, not this
+/// one. Anywhere: those named with `--http-allow-origin`.
+fn allowed_origins(loopback: bool, named: &[String]) -> Vec<String> {
+    let mut origins = Vec::new();
+    if loopback {
+        for host in LOOPBACK_NAMES {
+            for scheme in ["http", "https"] {
+                origins.push(format!("{scheme}://{host}:*"));
+            }
+        }
+    }
+    origins.extend(named.iter().cloned());
+    origins
+}
+
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+type Service = StreamableHttpService<Server, LocalSessionManager>;
+
+/// What every connection shares.
+struct Front {
+    service: Service,
+    sessions: Arc<LocalSessionManager>,
+    budget: Arc<Budget>,
+    token: Option<String>,
+}
 
 /// Serves until `stop`; the exit status.
 pub(super) async fn serve(
@@ -102,10 +154,11 @@ pub(super) async fn serve(
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_max_request_body_bytes(MAX_BODY);
-    config = if http.origins.is_empty() {
+    let origins = allowed_origins(at.ip().is_loopback(), &http.origins);
+    config = if origins.is_empty() {
         config.enforce_origin_validation()
     } else {
-        config.with_allowed_origins(http.origins.clone())
+        config.with_allowed_origins(origins)
     };
     config.cancellation_token = shutdown.child_token();
     let server = Server {
@@ -120,13 +173,21 @@ pub(super) async fn serve(
     sessions.session_config.keep_alive = Some(
         (server.options.timeout + grace + Duration::from_secs(60)).max(Duration::from_secs(300)),
     );
-    let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let token = http.token.map(Arc::new);
+    let sessions = Arc::new(sessions);
+    let front = Arc::new(Front {
+        service: StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::clone(&sessions),
+            config,
+        ),
+        sessions,
+        budget: Budget::new(LIMITS),
+        token: http.token,
+    });
+    let turning_away = Arc::new(tokio::sync::Semaphore::new(TURNING_AWAY));
     eprintln!(
         "[clawbot_router mcp] serving MCP over Streamable HTTP at http://{at}{PATH}{}",
-        if token.is_some() {
+        if front.token.is_some() {
             " (bearer token required)"
         } else {
             ""
@@ -135,14 +196,7 @@ pub(super) async fn serve(
     let connections = tokio_util::task::TaskTracker::new();
     tokio::pin!(stop);
     loop {
-        let slot = tokio::select! {
-            signal = &mut stop => {
-                eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
-                break;
-            }
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("never closed"),
-        };
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             signal = &mut stop => {
                 eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
                 break;
@@ -157,41 +211,22 @@ pub(super) async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let (service, token, shutdown) = (service.clone(), token.clone(), shutdown.clone());
-        connections.spawn(async move {
-            let _slot = slot;
-            let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-                let mut service = service.clone();
-                let token = token.clone();
-                async move {
-                    if let Some(refusal) = refuse(&request, token.as_deref().map(String::as_str)) {
-                        return Ok::<_, std::convert::Infallible>(refusal);
-                    }
-                    use tower_service::Service;
-                    let delete = request.method() == hyper::Method::DELETE;
-                    let request = request.map(Deadline::new);
-                    let mut response = service.call(request).await?;
-                    // A session ended: 200, which both official clients
-                    // take as success (rmcp says 202; Python's SDK warns).
-                    if delete && response.status() == hyper::StatusCode::ACCEPTED {
-                        *response.status_mut() = hyper::StatusCode::OK;
-                    }
-                    Ok(response)
-                }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_WITHIN)
-                .serve_connection(TokioIo::new(stream), handler);
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = &mut connection => {}
-                _ = shutdown.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+        match front.budget.admit(peer.ip()) {
+            Ok((ticket, victims)) => {
+                victims.into_iter().for_each(Victim::go);
+                let (front, shutdown) = (Arc::clone(&front), shutdown.clone());
+                connections.spawn(connection(front, stream, ticket, shutdown));
+            }
+            Err(refusal) => {
+                // Bounded: a flood of them must not become the lock-out.
+                if let Ok(permit) = Arc::clone(&turning_away).try_acquire_owned() {
+                    connections.spawn(async move {
+                        turn_away(stream, refusal).await;
+                        drop(permit);
+                    });
                 }
             }
-        });
+        }
     }
     drop(listener);
     // Running calls stop first — their trees through TERM, grace, KILL —
@@ -203,6 +238,340 @@ pub(super) async fn serve(
     connections.close();
     let _ = tokio::time::timeout(super::DRAIN + Duration::from_secs(5), connections.wait()).await;
     0
+}
+
+/// Serves one connection until it ends, the server stops, or a newcomer
+/// takes its place (then it finishes what it was answering, and closes).
+async fn connection(
+    front: Arc<Front>,
+    stream: TcpStream,
+    ticket: Ticket,
+    shutdown: CancellationToken,
+) {
+    let ticket = Arc::new(ticket);
+    let closed = ticket.closed.clone();
+    let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let (front, ticket) = (Arc::clone(&front), Arc::clone(&ticket));
+        async move { Ok::<_, std::convert::Infallible>(answer(&front, &ticket, request).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_WITHIN)
+        .serve_connection(TokioIo::new(stream), handler);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = &mut connection => {}
+        _ = async { tokio::select! { _ = shutdown.cancelled() => {}, _ = closed.cancelled() => {} } } => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+        }
+    }
+}
+
+/// A connection there is no room for hears why (503), then is closed.
+async fn turn_away(stream: TcpStream, refusal: Refusal) {
+    let text = refusal.to_string();
+    let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let text = text.clone();
+        async move {
+            // Read what the client sends first, so that closing does not
+            // reset the connection under the answer.
+            let _ = http_body_util::Limited::new(request.into_body(), 1 << 20)
+                .collect()
+                .await;
+            Ok::<_, std::convert::Infallible>(busy(503, &text))
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(TURN_AWAY_WITHIN)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), handler);
+    let _ = tokio::time::timeout(TURN_AWAY_WITHIN, connection).await;
+}
+
+/// One request: the gate (path, token), its body, the budget's say, then
+/// rmcp.
+async fn answer(
+    front: &Front,
+    ticket: &Ticket,
+    request: hyper::Request<Incoming>,
+) -> hyper::Response<Answer> {
+    if let Some(refusal) = refuse(&request, front.token.as_deref()) {
+        return Answer::plain(refusal);
+    }
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let method = request.method().clone();
+    let slot = Arc::new(Slot::default());
+    let running = match (&method, session.clone()) {
+        (&hyper::Method::GET, Some(session)) => budget::Request::Stream {
+            session,
+            stop: slot.clone(),
+        },
+        (_, Some(session)) => budget::Request::Posted { session },
+        (_, None) => budget::Request::Plain,
+    };
+    let (parts, body) = request.into_parts();
+    let _receiving = ticket.request(budget::Request::Receiving);
+    let body = match receive(body).await {
+        Ok(body) => body,
+        Err(refusal) => return Answer::plain(refusal),
+    };
+    let (in_flight, victims) = match ticket.request(running) {
+        Ok(granted) => granted,
+        Err(refusal) => return Answer::plain(busy(refusal.status(), &refusal.to_string())),
+    };
+    // A stream this one replaces ends before rmcp sees the new one, which
+    // then becomes the session's stream (rmcp gives a second one nothing).
+    victims.into_iter().for_each(Victim::go);
+    let request = hyper::Request::from_parts(parts, Full::new(body.clone()));
+    let (response, dropped) = match method {
+        hyper::Method::POST => post(front, ticket.peer, session, request, &body).await,
+        hyper::Method::DELETE => {
+            let mut response = front.service.handle(request).await;
+            if response.status().is_success() {
+                if let Some(session) = &session {
+                    front.budget.session_closed(session);
+                }
+                // A session ended: 200, which both official clients take
+                // as success (rmcp says 202; Python's SDK warns).
+                *response.status_mut() = hyper::StatusCode::OK;
+            }
+            (response, None)
+        }
+        _ => (front.service.handle(request).await, None),
+    };
+    let (parts, body) = response.into_parts();
+    slot.fill(body);
+    hyper::Response::from_parts(
+        parts,
+        Answer {
+            slot,
+            in_flight: Some(in_flight),
+            dropped,
+        },
+    )
+}
+
+/// A request's body, read in full here (bounded in size and in time), so
+/// that the call it carries is known before rmcp runs it.
+async fn receive(body: Incoming) -> Result<Bytes, hyper::Response<Body>> {
+    match http_body_util::Limited::new(Deadline::new(body), MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(body) => Ok(body.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(plain(
+            413,
+            &format!("the request body is larger than {} MiB", MAX_BODY >> 20),
+            None,
+        )),
+        Err(e) => Err(plain(400, &e.to_string(), None)),
+    }
+}
+
+/// A POST to rmcp: a session `initialize` opened gets its room (or is
+/// ended again), and a call gets what cancels it if its client goes first.
+async fn post(
+    front: &Front,
+    peer: IpAddr,
+    session: Option<String>,
+    request: hyper::Request<Full<Bytes>>,
+    body: &[u8],
+) -> (hyper::Response<Body>, Option<DroppedCall>) {
+    /// All a POST's body says about the call it carries.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        id: Option<Value>,
+    }
+    let head = serde_json::from_slice::<Head>(body).ok();
+    let mut response = front.service.handle(request).await;
+    let streaming = response.status() == hyper::StatusCode::OK
+        && response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let Some(session) = session else {
+        let opened = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(opened) = opened {
+            match front.budget.session_opened(&opened, peer) {
+                Ok(ending) => {
+                    for id in ending {
+                        let _ = front.sessions.close_session(&id.into()).await;
+                    }
+                }
+                Err(refusal) => {
+                    let _ = front.sessions.close_session(&opened.into()).await;
+                    response = busy(refusal.status(), &refusal.to_string());
+                }
+            }
+        }
+        return (response, None);
+    };
+    let call = match head {
+        Some(Head {
+            method: Some(_),
+            id: Some(id),
+        }) if streaming => Some(DroppedCall {
+            sessions: Arc::clone(&front.sessions),
+            session,
+            id,
+        }),
+        _ => None,
+    };
+    (response, call)
+}
+
+/// A request a client sent and stopped waiting for.
+struct DroppedCall {
+    sessions: Arc<LocalSessionManager>,
+    session: String,
+    id: Value,
+}
+
+impl DroppedCall {
+    /// Cancels it as the client's own `notifications/cancelled` would: the
+    /// call's process tree stops now, not at `--timeout`.
+    fn cancel(self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let message = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": self.id, "reason": "the client closed its connection"},
+        });
+        let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(message) else {
+            return;
+        };
+        runtime.spawn(async move {
+            let session = self.session.as_str().into();
+            // A session already gone took its calls with it.
+            let _ = self.sessions.accept_message(&session, message).await;
+        });
+    }
+}
+
+/// A response body the budget can end from outside: a standing stream a
+/// newcomer displaces.
+#[derive(Default)]
+struct Slot {
+    body: Mutex<Filled>,
+    waker: futures_util::task::AtomicWaker,
+}
+
+#[derive(Default)]
+enum Filled {
+    #[default]
+    Waiting,
+    Body(Body),
+    Ended,
+}
+
+impl Slot {
+    fn fill(&self, body: Body) {
+        let mut filled = self.body.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*filled, Filled::Waiting) {
+            *filled = Filled::Body(body);
+        }
+    }
+}
+
+impl budget::Stop for Slot {
+    fn stop(&self) {
+        let old = std::mem::replace(
+            &mut *self.body.lock().unwrap_or_else(|e| e.into_inner()),
+            Filled::Ended,
+        );
+        // rmcp's end of the stream is gone before this returns.
+        drop(old);
+        self.waker.wake();
+    }
+}
+
+/// What goes back to the client: rmcp's response (or ours), holding its
+/// connection busy until it has ended, and cancelling the call it answers
+/// if the client goes first.
+struct Answer {
+    slot: Arc<Slot>,
+    in_flight: Option<budget::InFlight>,
+    dropped: Option<DroppedCall>,
+}
+
+impl Answer {
+    fn plain(response: hyper::Response<Body>) -> hyper::Response<Answer> {
+        let slot = Arc::new(Slot::default());
+        response.map(|body| {
+            slot.fill(body);
+            Answer {
+                slot,
+                in_flight: None,
+                dropped: None,
+            }
+        })
+    }
+}
+
+impl hyper::body::Body for Answer {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        use std::task::Poll;
+        self.slot.waker.register(cx.waker());
+        let frame = {
+            let mut filled = self.slot.body.lock().unwrap_or_else(|e| e.into_inner());
+            match &mut *filled {
+                Filled::Body(body) => std::pin::Pin::new(body).poll_frame(cx),
+                Filled::Waiting | Filled::Ended => Poll::Ready(None),
+            }
+        };
+        if let Poll::Ready(None) = frame {
+            // Answered in full: nothing to cancel, and the connection is
+            // free for its next request.
+            self.dropped = None;
+            self.in_flight = None;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &*self.slot.body.lock().unwrap_or_else(|e| e.into_inner()) {
+            Filled::Body(body) => body.is_end_stream(),
+            Filled::Waiting | Filled::Ended => true,
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match &*self.slot.body.lock().unwrap_or_else(|e| e.into_inner()) {
+            Filled::Body(body) => body.size_hint(),
+            Filled::Waiting | Filled::Ended => hyper::body::SizeHint::with_exact(0),
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if let Some(call) = self.dropped.take() {
+            eprintln!(
+                "[clawbot_router mcp] a client closed its connection before request {} was answered: cancelling it",
+                call.id
+            );
+            call.cancel();
+        }
+    }
 }
 
 /// A request body that must keep coming: [`BODY_GAP`] at most between its
@@ -285,6 +654,16 @@ fn refuse(
     ))
 }
 
+/// A refusal for want of room: come back in a moment.
+fn busy(status: u16, text: &str) -> hyper::Response<Body> {
+    let mut response = plain(status, text, None);
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
+}
+
 fn plain(status: u16, text: &str, challenge: Option<&str>) -> hyper::Response<Body> {
     let mut response = hyper::Response::builder()
         .status(status)
@@ -319,5 +698,25 @@ mod tests {
         assert!(Http::new("nowhere", None, vec![]).is_err());
         assert!(Http::new("127.0.0.1:1", None, vec!["evil.example".into()]).is_err());
         assert!(Http::new("127.0.0.1:1", None, vec!["http://localhost:3000".into()]).is_ok());
+    }
+
+    #[test]
+    fn loopback_takes_its_own_names_as_origins_a_private_address_only_those_named() {
+        let loopback = allowed_origins(true, &["https://app.example:443".into()]);
+        for origin in [
+            "http://localhost:*",
+            "https://127.0.0.1:*",
+            "http://[::1]:*",
+        ] {
+            assert!(loopback.contains(&origin.to_owned()), "{loopback:?}");
+        }
+        assert!(loopback.contains(&"https://app.example:443".to_owned()));
+        // A browser's "localhost" is the browser's machine, not a private
+        // address's: nothing unless named.
+        assert!(allowed_origins(false, &[]).is_empty());
+        assert_eq!(
+            allowed_origins(false, &["http://172.22.0.1:3000".into()]),
+            ["http://172.22.0.1:3000"]
+        );
     }
 }
