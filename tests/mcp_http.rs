@@ -630,6 +630,57 @@ fn request_bodies_trickling_in_cannot_lock_a_new_client_out() {
     assert!(held[0].closed(), "the one trickling longest went");
 }
 
+/// Bodies held at once, all connections together, are bounded: four
+/// nearly whole 16 MiB bodies fill the 64 MiB, and the next body is told
+/// to come back rather than held. Once they go, it is served.
+#[test]
+fn the_request_bodies_held_at_once_are_bounded() {
+    let http = HttpServer::start(&[]);
+    let port = http.port;
+    let announced = 16 << 20;
+    let sent = announced - 10;
+    let mut held = Vec::new();
+    for source in 2..6u8 {
+        let mut conn = Conn::open_from([127, 0, 0, source], port);
+        conn.tcp
+            .write_all(
+                format!(
+                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: {JSON_AND_SSE}\r\nContent-Length: {announced}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        conn.tcp.write_all(&vec![b' '; sent]).unwrap();
+        held.push(conn);
+    }
+    // Once the server has read what they sent (bodies are read as they
+    // come), a small body more is refused.
+    let deadline = std::time::Instant::now() + ANSWER_WITHIN;
+    let response = loop {
+        let mut probe = Conn::open_from([127, 0, 0, 9], port);
+        probe.send("POST", &[], &initialize_body());
+        let response = probe.response().expect("an answer");
+        if response.status == 503 || std::time::Instant::now() > deadline {
+            break response;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        response.status, 503,
+        "a body was taken while 4 x 16 MiB were held: {response:?}"
+    );
+    assert_eq!(response.header("retry-after"), Some("1"));
+    drop(held);
+    let deadline = std::time::Instant::now() + ANSWER_WITHIN;
+    while try_session_from([127, 0, 0, 9], port).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "what the gone bodies held was not given back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn standing_streams_of_one_address_cannot_lock_another_out() {
     let http = HttpServer::start(&[]);

@@ -42,6 +42,10 @@ use budget::{Budget, Limits, Refusal, Ticket, Victim};
 pub const PATH: &str = "/mcp";
 /// The largest request body (a 4 MiB message, escaped, and then some).
 const MAX_BODY: usize = 16 << 20;
+/// Request bodies held at once, all connections together: four of the
+/// largest. Past it a body gets 503 (retry in a second) instead of memory:
+/// 256 connections each sending 16 MiB would otherwise hold 4 GiB.
+const BODIES_AT_ONCE: usize = 64 << 20;
 /// A connection that sends no complete request head within this is closed.
 const HEADER_WITHIN: Duration = Duration::from_secs(30);
 /// A request body must keep coming: this long at most between its pieces,
@@ -126,6 +130,8 @@ struct Front {
     sessions: Arc<LocalSessionManager>,
     budget: Arc<Budget>,
     token: Option<String>,
+    /// Bytes of request bodies that may be held at once ([`BODIES_AT_ONCE`]).
+    bodies: Arc<tokio::sync::Semaphore>,
 }
 
 /// Serves until `stop`; the exit status.
@@ -183,6 +189,7 @@ pub(super) async fn serve(
         sessions,
         budget: Budget::new(LIMITS),
         token: http.token,
+        bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_AT_ONCE)),
     });
     let turning_away = Arc::new(tokio::sync::Semaphore::new(TURNING_AWAY));
     eprintln!(
@@ -317,7 +324,9 @@ async fn answer(
     };
     let (parts, body) = request.into_parts();
     let _receiving = ticket.request(budget::Request::Receiving);
-    let body = match receive(body).await {
+    // The body's bytes are counted while they are held (until rmcp has
+    // answered), so that the connections together hold a bounded amount.
+    let (body, _held) = match receive(body, &front.bodies).await {
         Ok(body) => body,
         Err(refusal) => return Answer::plain(refusal),
     };
@@ -357,21 +366,44 @@ async fn answer(
     )
 }
 
-/// A request's body, read in full here (bounded in size and in time), so
+/// A request's body, read in full here (bounded in size and in time, and
+/// its bytes counted against what all connections may hold at once), so
 /// that the call it carries is known before rmcp runs it.
-async fn receive(body: Incoming) -> Result<Bytes, hyper::Response<Body>> {
-    match http_body_util::Limited::new(Deadline::new(body), MAX_BODY)
-        .collect()
-        .await
-    {
-        Ok(body) => Ok(body.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(plain(
-            413,
-            &format!("the request body is larger than {} MiB", MAX_BODY >> 20),
-            None,
-        )),
-        Err(e) => Err(plain(400, &e.to_string(), None)),
+async fn receive(
+    body: Incoming,
+    bodies: &Arc<tokio::sync::Semaphore>,
+) -> Result<(Bytes, Option<tokio::sync::OwnedSemaphorePermit>), hyper::Response<Body>> {
+    let mut body = Deadline::new(body);
+    let mut collected = bytes::BytesMut::new();
+    let mut held: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| plain(400, &e.to_string(), None))?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if collected.len() + data.len() > MAX_BODY {
+            return Err(plain(
+                413,
+                &format!("the request body is larger than {} MiB", MAX_BODY >> 20),
+                None,
+            ));
+        }
+        let more = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        match bodies.clone().try_acquire_many_owned(more) {
+            Ok(permit) => match &mut held {
+                Some(held) => held.merge(permit),
+                None => held = Some(permit),
+            },
+            Err(_) => {
+                return Err(busy(
+                    503,
+                    "the server is receiving as much as it holds at once; retry",
+                ));
+            }
+        }
+        collected.extend_from_slice(&data);
     }
+    Ok((collected.freeze(), held))
 }
 
 /// A POST to rmcp: a session `initialize` opened gets its room (or is
