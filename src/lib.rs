@@ -13,6 +13,9 @@
 mod app;
 mod cli;
 mod front;
+/// For the fuzz targets in `fuzz/` only: not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod links;
 mod mcp;
