@@ -50,9 +50,13 @@ work=$(mktemp -d "$shm/clawbot_router-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export TMPDIR=$work
 
-# 16 codegen units: a build in a few minutes on two cores, for some speed
-# per input (cargo-fuzz's default of one unit per crate takes far longer).
-build=(--codegen-units 16)
+# 16 codegen units: cargo-fuzz's default of one unit per crate builds
+# several times slower on two cores, for some speed per input. The build
+# is kept outside the checkout (as the e2e suite keeps OpenClaw), so a
+# later run on this machine rebuilds only our crate, not every dependency
+# with the sanitizer's instrumentation.
+target_dir=${CLAWBOT_FUZZ_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/clawbot_router/fuzz-target}
+build=(--codegen-units 16 --target-dir "$target_dir")
 cargo fuzz build "${build[@]}"
 built=$(date +%s)
 
