@@ -14,6 +14,9 @@ mod app;
 mod cli;
 mod escape;
 mod front;
+/// For the fuzz targets in `fuzz/` only: not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod links;
 mod mcp;

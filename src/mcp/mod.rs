@@ -533,6 +533,21 @@ impl Pending {
     }
 }
 
+/// A line's message as the stdio framing reads it, for the fuzz targets
+/// (`crate::fuzzing`): the answer it gets from us instead of rmcp, if any,
+/// and the key its id is tracked by.
+#[doc(hidden)]
+pub fn read_message(message: &Value) -> (Option<String>, Option<String>) {
+    let answer = not_json_rpc(message).map(|problem| invalid_request(message.get("id"), problem));
+    (answer, message.get("id").map(id_key))
+}
+
+/// `prompts/get`'s `lang`, for the fuzz targets (`crate::fuzzing`).
+#[doc(hidden)]
+pub fn read_prompt_lang(arguments: Option<&JsonObject>) -> Result<(), String> {
+    prompt_lang(arguments).map(drop)
+}
+
 /// A request id as rmcp writes it back: integers in their plain form.
 fn id_key(id: &Value) -> String {
     match id {

@@ -544,7 +544,7 @@ pub fn find_program(word: &str, cwd: Option<&Path>) -> String {
     word.to_owned()
 }
 
-fn split_windows(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_windows(text: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let (mut quoted, mut started) = (false, false);

@@ -33,6 +33,18 @@ use super::replay::{Admit, Replay};
 use crate::tools::policy::Gate;
 use crate::tools::{Invocation, Tools};
 
+/// The stream reader, for the fuzz targets (`crate::fuzzing`).
+#[doc(hidden)]
+pub use sse::{Event as SseEvent, Parser as SseParser};
+
+/// A `tool.request`'s data read as [`Chat::tool`] reads it (its id and
+/// risk), for the fuzz targets (`crate::fuzzing`).
+#[doc(hidden)]
+pub fn read_tool_request(data: Value) -> Result<(String, String), String> {
+    let call: ToolCall = serde_json::from_value(data).map_err(|e| e.to_string())?;
+    Ok((call.id, call.risk))
+}
+
 const FILE: &str = "agent-service-sessions.json";
 /// Small requests (health, sessions, tool results) take at most this.
 const REQUEST_WITHIN: Duration = Duration::from_secs(30);

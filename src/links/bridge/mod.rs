@@ -29,6 +29,10 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::policy::Gate;
 use crate::tools::{Invocation, Tools, catalog};
 use frames::{In, Out};
+
+/// The frame reader, for the fuzz targets (`crate::fuzzing`).
+#[doc(hidden)]
+pub use frames::{call_id_of, is_request_id, parse as parse_frame};
 pub use hub::Hub;
 use strangers::{Budget, Metered, PRE_HELLO_BYTES, Stranger, Strangers};
 

@@ -30,6 +30,19 @@ use super::replay::{Admit, Replay};
 use crate::tools::{Invocation, Tools};
 use command::Command;
 
+/// A command as `serve` and `run` read it, for the fuzz targets
+/// (`crate::fuzzing`): its usable id and the work it asks for.
+#[doc(hidden)]
+pub fn read_command(raw: Value, headless: bool) -> Result<(String, Result<(), String>), String> {
+    let id = raw["id"]
+        .as_str()
+        .filter(|id| is_segment(id))
+        .map(str::to_owned);
+    let id = id.ok_or("no usable id")?;
+    let cmd: Command = serde_json::from_value(raw).map_err(|e| e.to_string())?;
+    Ok((id, cmd.work(headless).map(drop)))
+}
+
 /// Commands run at once; only as many are taken from the queue.
 const PARALLEL: usize = 3;
 /// Commands looked at in one answer.
