@@ -138,12 +138,13 @@ fn model_log() -> String {
 }
 
 /// A call in `session` that times out after its turn reached the model
-/// (the model is told to take 30 s): what it leaves behind is `marker`.
-/// 15 s is long enough for the CLI to start and the turn to reach the
-/// model on a loaded machine, and short of the model's delay.
+/// (the model is told to take 60 s): what it leaves behind is `marker`.
+/// 25 s is long enough for the CLI to start and the turn to reach the
+/// model on a loaded machine (15 s was not, twice, with a gateway that had
+/// just started beside two builds), and short of the model's delay.
 fn time_out_in(mut path: std::process::Command, session: &str, marker: &str) {
-    let message = format!("[[delay:30]] {marker}");
-    let slow = run(path.args(["--session", session, "-m", &message, "--timeout", "15"]));
+    let message = format!("[[delay:60]] {marker}");
+    let slow = run(path.args(["--session", session, "-m", &message, "--timeout", "25"]));
     assert!(slow.content().contains("处理超时"), "{}", slow.stdout);
     assert!(
         model_log().contains(marker),
