@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 /// How deep scripts may nest (`sh -c "sh -c '…'"`, `$( $( … ) )`) before
 /// the rest is read as plain words.
@@ -29,6 +30,9 @@ const MAX_DEPTH: usize = 8;
 /// one cannot hold the node's thread. A reading that runs out is
 /// `incomplete`, and its judges refuse it.
 const BUDGET: usize = 50_000;
+/// Words one brace expansion makes at most (`{a,b}{c,d}…`); more, and
+/// the reading is incomplete.
+const MAX_BRACES: usize = 1024;
 
 /// One simple command, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +43,11 @@ pub struct Command {
     pub cwd: PathBuf,
     /// Redirection targets (`> FILE`, `2>>FILE`, `<FILE`).
     pub redirects: Vec<Word>,
+    /// Of those, the ones it reads (`< FILE`, `3<FILE`, `<> FILE`).
+    pub inputs: Vec<Word>,
+    /// The command whose input this one's output is (`cat x | sh`): its
+    /// index in [`Reading::commands`].
+    pub feeds: Option<usize>,
     /// The `PATH` it runs with (the call's, or one an assignment in front
     /// of it, an `env` wrapper or the script set).
     pub path: Option<String>,
@@ -82,17 +91,10 @@ impl Reading {
 /// Reads `argv` (a program and its arguments, no shell between) run in
 /// `cwd` with the variables `vars` (what its environment holds).
 pub fn read(argv: &[String], cwd: &Path, vars: HashMap<String, String>) -> Reading {
-    let mut reader = Reader {
-        out: Vec::new(),
-        home: vars.get("HOME").cloned().unwrap_or_default(),
-        budget: BUDGET,
-    };
+    let mut reader = Reader::new(&vars);
     let words = argv.iter().map(|a| Word::plain(a)).collect();
-    let mut state = State {
-        cwd: lexical(cwd),
-        vars,
-    };
-    reader.command_with(words, Vec::new(), &mut state, 0);
+    let mut state = State::new(cwd, vars);
+    reader.command_with(words, Redirects::default(), &mut state, 0);
     Reading {
         incomplete: reader.budget == 0,
         commands: reader.out,
@@ -102,15 +104,8 @@ pub fn read(argv: &[String], cwd: &Path, vars: HashMap<String, String>) -> Readi
 /// Reads a shell script as `sh -c SCRIPT` would run it.
 #[cfg(test)]
 pub fn read_script(script: &str, cwd: &Path, vars: HashMap<String, String>) -> Reading {
-    let mut reader = Reader {
-        out: Vec::new(),
-        home: vars.get("HOME").cloned().unwrap_or_default(),
-        budget: BUDGET,
-    };
-    let mut state = State {
-        cwd: lexical(cwd),
-        vars,
-    };
+    let mut reader = Reader::new(&vars);
+    let mut state = State::new(cwd, vars);
     reader.script(script, &mut state, 0);
     Reading {
         incomplete: reader.budget == 0,
@@ -154,9 +149,58 @@ pub fn lexical(path: &Path) -> PathBuf {
 }
 
 /// Where a command line is, as it is read.
+#[derive(Clone)]
 struct State {
     cwd: PathBuf,
     vars: HashMap<String, String>,
+    /// Arrays (`a=(x y)`): all their elements, as any subscript may pick
+    /// any of them.
+    arrays: HashMap<String, Vec<String>>,
+    /// `$0`, `$1`, …: known where a script is handed them (`sh -c SCRIPT
+    /// NAME ARGS…`, a function's call); unknown (empty) elsewhere.
+    args: Option<Vec<String>>,
+    /// Functions defined so far, by name: their bodies, read again at
+    /// each call with its arguments.
+    functions: HashMap<String, Rc<[Token]>>,
+    /// Aliases defined so far (expanded whether or not the shell would:
+    /// dash does, bash with `expand_aliases`).
+    aliases: HashMap<String, String>,
+}
+
+impl State {
+    fn new(cwd: &Path, vars: HashMap<String, String>) -> Self {
+        Self {
+            cwd: lexical(cwd),
+            vars,
+            arrays: HashMap::new(),
+            args: None,
+            functions: HashMap::new(),
+            aliases: HashMap::new(),
+        }
+    }
+
+    /// What a new shell or program started from here has: the variables
+    /// and the directory, none of the shell's functions, aliases or
+    /// arguments.
+    fn child(&self) -> Self {
+        Self::new(&self.cwd, self.vars.clone())
+    }
+
+    /// What copying this state costs, in budget steps.
+    fn weight(&self) -> usize {
+        self.vars.len()
+            + self.arrays.values().map(Vec::len).sum::<usize>()
+            + self.args.as_ref().map_or(0, Vec::len)
+            + self.functions.len()
+            + self.aliases.len()
+    }
+}
+
+/// A command's redirections: every target, and which of them it reads.
+#[derive(Default)]
+struct Redirects {
+    all: Vec<Word>,
+    inputs: Vec<Word>,
 }
 
 struct Reader {
@@ -164,6 +208,11 @@ struct Reader {
     home: String,
     /// Steps left (see [`BUDGET`]).
     budget: usize,
+    /// Functions and aliases being expanded now (one does not expand
+    /// itself again: a recursive function is read once).
+    calling: Vec<String>,
+    /// `~user` homes looked up so far.
+    homes: HashMap<String, Option<String>>,
 }
 
 /// A word before expansion: its pieces, each quoted or not.
@@ -176,10 +225,12 @@ struct Raw {
 enum Part {
     /// Text; `quoted` text is never split or globbed.
     Text { text: String, quoted: bool },
-    /// `$NAME`, `${NAME}`, `${NAME:-default}`, …
+    /// `$NAME`, `${NAME}`, `${NAME:-default}`, `${NAME[i]}`, …
     Var {
         name: String,
         quoted: bool,
+        /// `${NAME[…]}`: an element of an array (any of them).
+        subscript: bool,
         /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set).
         default: Option<(char, bool, Raw)>,
     },
@@ -190,21 +241,50 @@ enum Part {
 }
 
 /// Tokens of one script.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Token {
     Word(Raw),
-    /// `;`, `&`, `|`, `&&`, `||`, `(`, `)`, a newline: the end of a command.
-    Break,
+    /// The end of a command: what ends it.
+    Break(Op),
     /// `>`, `<<`, `2>&1`, …: the next word is its target (or, for `<<`, the
     /// here-document's delimiter; the document follows as `Heredoc`).
     Redirect {
         heredoc: bool,
         herestring: bool,
+        /// `<`, `3<`, `<>`: the target is read.
+        input: bool,
     },
     Heredoc(String),
 }
 
+/// A simple command not yet read: its words, and its redirections'
+/// targets (each with whether it is read).
+type Unread = (Vec<Raw>, Vec<(Raw, bool)>);
+
+/// What ends a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// `;`, `&`, `&&`, `||`, a newline.
+    End,
+    /// `|`, `|&`: its output is the next command's input.
+    Pipe,
+    /// `(`.
+    Open,
+    /// `)`.
+    Close,
+}
+
 impl Reader {
+    fn new(vars: &HashMap<String, String>) -> Self {
+        Self {
+            out: Vec::new(),
+            home: vars.get("HOME").cloned().unwrap_or_default(),
+            budget: BUDGET,
+            calling: Vec::new(),
+            homes: HashMap::new(),
+        }
+    }
+
     /// Reads a script's commands in order, `cd` and assignments followed.
     fn script(&mut self, text: &str, state: &mut State, depth: usize) {
         if depth > MAX_DEPTH {
@@ -214,42 +294,145 @@ impl Reader {
         if !self.spend(text.len() / 64 + 1) {
             return;
         }
+        let tokens = tokenize(text);
+        self.tokens(&tokens, state, depth);
+    }
+
+    /// Reads tokens as a script: simple commands, pipelines, function
+    /// definitions and arrays.
+    fn tokens(&mut self, tokens: &[Token], state: &mut State, depth: usize) {
         let mut words: Vec<Raw> = Vec::new();
-        let mut redirects: Vec<Raw> = Vec::new();
-        let mut tokens = tokenize(text).into_iter().peekable();
-        while let Some(token) = tokens.next() {
-            match token {
-                Token::Word(raw) => words.push(raw),
+        let mut redirects: Vec<(Raw, bool)> = Vec::new();
+        // The commands of a pipeline so far, each feeding the next.
+        let mut pipeline: Vec<Unread> = Vec::new();
+        let mut i = 0;
+        while i < tokens.len() {
+            if !self.spend(1) {
+                return;
+            }
+            match &tokens[i] {
+                Token::Word(raw) => {
+                    // `function NAME { … }`
+                    if words.len() == 2
+                        && words[0].literal().as_deref() == Some("function")
+                        && raw.literal().as_deref() == Some("{")
+                        && let Some(name) = words[1].literal()
+                    {
+                        self.define(name, tokens, i, state);
+                        words.clear();
+                    }
+                    words.push(raw.clone());
+                }
                 Token::Redirect { heredoc: true, .. } => {}
-                Token::Redirect { herestring, .. } => {
-                    let Some(Token::Word(target)) = tokens.next_if(|t| matches!(t, Token::Word(_)))
-                    else {
+                Token::Redirect {
+                    herestring, input, ..
+                } => {
+                    let Some(Token::Word(target)) = tokens.get(i + 1) else {
+                        i += 1;
                         continue;
                     };
+                    i += 1;
                     if !herestring {
-                        redirects.push(target);
+                        redirects.push((target.clone(), *input));
                     } else if fed_to_shell(&words) {
                         // `sh <<< "rm -rf /"`: the text is the shell's script.
-                        let text = self.expand_joined(&target, state, depth);
+                        let text = self.expand_joined(target, state, depth);
                         self.script(&text, state, depth + 1);
                     }
                 }
                 // A here-document fed to a shell is its script.
                 Token::Heredoc(body) if fed_to_shell(&words) => {
-                    self.script(&body, state, depth + 1);
+                    self.script(body, state, depth + 1);
                 }
                 Token::Heredoc(_) => {}
-                Token::Break => {
-                    self.simple(std::mem::take(&mut words), &redirects, state, depth);
-                    redirects.clear();
+                Token::Break(Op::Open)
+                    if matches!(tokens.get(i + 1), Some(Token::Break(Op::Close)))
+                        && function_name(&words).is_some() =>
+                {
+                    // `NAME () BODY`: the body is read where it stands (as
+                    // if it ran with no arguments) and at every call.
+                    if let Some(name) = function_name(&words) {
+                        let mut start = i + 2;
+                        while matches!(tokens.get(start), Some(Token::Break(Op::End))) {
+                            start += 1;
+                        }
+                        self.define(name, tokens, start, state);
+                    }
+                    words.clear();
+                    i += 2;
+                    continue;
+                }
+                Token::Break(Op::Open) if words.last().and_then(Raw::array_name).is_some() => {
+                    // `NAME=( … )`: an array.
+                    let name = words.pop().and_then(|w| w.array_name()).unwrap_or_default();
+                    let end = tokens[i + 1..]
+                        .iter()
+                        .position(|t| matches!(t, Token::Break(Op::Close)))
+                        .map_or(tokens.len(), |p| i + 1 + p);
+                    let mut elements = Vec::new();
+                    for token in &tokens[i + 1..end] {
+                        if let Token::Word(raw) = token {
+                            elements
+                                .extend(self.expand(raw, state, depth).into_iter().map(|w| w.text));
+                        }
+                    }
+                    state
+                        .vars
+                        .insert(name.clone(), elements.first().cloned().unwrap_or_default());
+                    state.arrays.insert(name, elements);
+                    i = end + 1;
+                    continue;
+                }
+                Token::Break(op) => {
+                    let command = (std::mem::take(&mut words), std::mem::take(&mut redirects));
+                    pipeline.push(command);
+                    if *op != Op::Pipe {
+                        self.pipeline(std::mem::take(&mut pipeline), state, depth);
+                    }
                 }
             }
+            i += 1;
         }
-        self.simple(words, &redirects, state, depth);
+        pipeline.push((words, redirects));
+        self.pipeline(pipeline, state, depth);
+    }
+
+    /// Records the function `name` whose body starts at `tokens[start]`.
+    fn define(&mut self, name: String, tokens: &[Token], start: usize, state: &mut State) {
+        let end = body_end(tokens, start);
+        if self.spend(end - start) {
+            state.functions.insert(name, tokens[start..end].into());
+        }
+    }
+
+    /// The commands of a pipeline, in order; each one that feeds another
+    /// says which (by its index in what is read).
+    fn pipeline(&mut self, commands: Vec<Unread>, state: &mut State, depth: usize) {
+        let mut feeding: Option<std::ops::Range<usize>> = None;
+        for (words, redirects) in commands {
+            let start = self.out.len();
+            self.simple(words, &redirects, state, depth);
+            let end = self.out.len();
+            // What a command's main word is read last: the one fed.
+            if let Some(range) = feeding.take()
+                && end > start
+            {
+                for command in &mut self.out[range] {
+                    command.feeds.get_or_insert(end - 1);
+                }
+            }
+            feeding = Some(start..end);
+        }
     }
 
     /// One simple command of a script: assignments in front, then words.
-    fn simple(&mut self, raws: Vec<Raw>, redirects: &[Raw], state: &mut State, depth: usize) {
+    fn simple(
+        &mut self,
+        raws: Vec<Raw>,
+        redirects: &[(Raw, bool)],
+        state: &mut State,
+        depth: usize,
+    ) {
         // Reserved words that only lead into the real command.
         let mut raws: &[Raw] = &raws;
         while let Some(first) = raws.first().and_then(Raw::literal) {
@@ -308,21 +491,58 @@ impl Reader {
         for raw in &raws[at..] {
             words.extend(self.expand(raw, state, depth));
         }
-        let redirects: Vec<Word> = redirects
-            .iter()
-            .flat_map(|r| self.expand(r, state, depth))
-            .collect();
+        let mut targets = Redirects::default();
+        for (raw, input) in redirects {
+            let expanded = self.expand(raw, state, depth);
+            if *input {
+                targets.inputs.extend(expanded.iter().cloned());
+            }
+            targets.all.extend(expanded);
+        }
         if words.is_empty() {
             state.vars.extend(assigned);
-            if !redirects.is_empty() {
+            if !targets.all.is_empty() {
                 self.push(Command {
                     words,
                     cwd: state.cwd.clone(),
-                    redirects,
+                    redirects: targets.all,
+                    inputs: targets.inputs,
+                    feeds: None,
                     path: state.vars.get("PATH").cloned(),
                 });
             }
             return;
+        }
+        // An alias is its text, then the rest of the words.
+        if let Some(text) = state.aliases.get(&words[0].text).cloned()
+            && !self.calling.contains(&words[0].text)
+        {
+            let rest: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            let text = format!("{text} {}", shell_words::join(rest));
+            self.calling.push(words[0].text.clone());
+            self.script(&text, state, depth + 1);
+            self.calling.pop();
+            return;
+        }
+        // A function is its body, with these arguments.
+        if let Some(body) = state.functions.get(&words[0].text).cloned()
+            && !self.calling.contains(&words[0].text)
+        {
+            let mut inner = self.copy(state);
+            inner.vars.extend(assigned.clone());
+            let zero = state
+                .args
+                .as_ref()
+                .and_then(|a| a.first().cloned())
+                .unwrap_or_default();
+            inner.args = Some(
+                std::iter::once(zero)
+                    .chain(words[1..].iter().map(|w| w.text.clone()))
+                    .collect(),
+            );
+            self.calling.push(words[0].text.clone());
+            self.tokens(&body, &mut inner, depth + 1);
+            self.calling.pop();
         }
         let mut vars = state.vars.clone();
         vars.extend(assigned);
@@ -332,6 +552,11 @@ impl Reader {
                     .iter()
                     .skip(1)
                     .find(|w| w.text == "-" || !w.text.starts_with('-'));
+                // `CDPATH` is searched before the working directory.
+                let cdpath = vars
+                    .get("CDPATH")
+                    .and_then(|p| p.split(':').find(|e| !e.is_empty()))
+                    .map(|e| state.cwd.join(e));
                 let next = match target.map(|w| w.text.as_str()) {
                     None | Some("") => PathBuf::from(
                         state
@@ -342,6 +567,9 @@ impl Reader {
                     ),
                     Some("-") => {
                         PathBuf::from(state.vars.get("OLDPWD").cloned().unwrap_or_default())
+                    }
+                    Some(dir) if !dir.starts_with(['/', '.']) && cdpath.is_some() => {
+                        cdpath.unwrap_or_default().join(dir)
                     }
                     Some(dir) => state.cwd.join(dir),
                 };
@@ -364,21 +592,27 @@ impl Reader {
                     }
                 }
             }
+            "alias" => {
+                for word in &words[1..] {
+                    if let Some((name, value)) = word.text.split_once('=')
+                        && !name.is_empty()
+                    {
+                        state.aliases.insert(name.to_owned(), value.to_owned());
+                    }
+                }
+            }
             _ => {}
         }
-        let mut inner = State {
-            cwd: state.cwd.clone(),
-            vars,
-        };
-        self.command_with(words, redirects, &mut inner, depth);
+        let mut inner = self.copy(state);
+        inner.vars = vars;
+        self.command_with(words, targets, &mut inner, depth);
     }
-
     /// A command given as words (an argv, or a script's simple command):
     /// wrappers come off, and what it hands a shell is read too.
     fn command_with(
         &mut self,
         mut words: Vec<Word>,
-        redirects: Vec<Word>,
+        redirects: Redirects,
         state: &mut State,
         depth: usize,
     ) {
@@ -391,10 +625,13 @@ impl Reader {
             match unwrap(&words, state) {
                 Unwrapped::Inner(rest) => {
                     // The wrapper itself runs too (its program is bound).
+                    let taken = std::mem::take(&mut redirects);
                     self.push(Command {
                         words: words[..1].to_vec(),
                         cwd: state.cwd.clone(),
-                        redirects: std::mem::take(&mut redirects),
+                        redirects: taken.all,
+                        inputs: taken.inputs,
+                        feeds: None,
                         path: state.vars.get("PATH").cloned(),
                     });
                     words = rest;
@@ -407,59 +644,87 @@ impl Reader {
             }
         }
         let program = base(&words[0].text).to_owned();
-        {
-            if is_shell(&program) {
-                // Any argument may be the script (`-c X`, `-c -- X`,
-                // `--rcfile F -c X`): which one runs is the shell's business,
-                // so every non-option argument is read as one.
-                if has_command_flag(&words) {
-                    for word in words[1..].iter().filter(|w| !w.text.starts_with('-')) {
-                        let mut inner = State {
-                            cwd: state.cwd.clone(),
-                            vars: state.vars.clone(),
-                        };
-                        self.script(&word.text, &mut inner, depth + 1);
+        if is_shell(&program) {
+            // Any argument may be the script (`-c X`, `-c -- X`,
+            // `--rcfile F -c X`): which one runs is the shell's business,
+            // so every non-option argument is read as one — with the words
+            // after it as its `$0`, `$1`, ….
+            if has_command_flag(&words) {
+                for (at, word) in words.iter().enumerate().skip(1) {
+                    if word.text.starts_with('-') {
+                        continue;
                     }
+                    let mut inner = self.copy(state).child();
+                    inner.args = Some(words[at + 1..].iter().map(|w| w.text.clone()).collect());
+                    self.script(&word.text, &mut inner, depth + 1);
                 }
-            } else if program == "eval" {
-                let text: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
-                let mut inner = State {
-                    cwd: state.cwd.clone(),
-                    vars: state.vars.clone(),
-                };
-                self.script(&text.join(" "), &mut inner, depth + 1);
-            } else if program == "find" {
-                // `-exec CMD … ;`, `-execdir`, `-ok`: commands of their own.
-                let mut i = 1;
-                while i < words.len() {
-                    if matches!(
-                        words[i].text.as_str(),
-                        "-exec" | "-execdir" | "-ok" | "-okdir"
-                    ) {
-                        let end = words[i + 1..]
-                            .iter()
-                            .position(|w| w.text == ";" || w.text == "+")
-                            .map_or(words.len(), |p| i + 1 + p);
-                        let inner: Vec<Word> = words[i + 1..end].to_vec();
-                        if !inner.is_empty() {
-                            let mut st = State {
-                                cwd: state.cwd.clone(),
-                                vars: state.vars.clone(),
-                            };
-                            self.command_with(inner, Vec::new(), &mut st, depth + 1);
+            }
+        } else if program == "eval" {
+            let text: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            let mut inner = self.copy(state);
+            self.script(&text.join(" "), &mut inner, depth + 1);
+        } else if program == "find" {
+            // `-exec CMD … ;`, `-execdir`, `-ok`: commands of their own,
+            // `{}` standing for what find found — read as each place it
+            // starts from, which holds all it can find there.
+            let starts: Vec<Word> = {
+                let given: Vec<Word> = words[1..]
+                    .iter()
+                    .skip_while(|w| matches!(w.text.as_str(), "-H" | "-L" | "-P"))
+                    .take_while(|w| !w.text.starts_with(['-', '(', '!']))
+                    .cloned()
+                    .collect();
+                if given.is_empty() {
+                    vec![Word::plain(".")]
+                } else {
+                    given
+                }
+            };
+            let mut i = 1;
+            while i < words.len() {
+                if matches!(
+                    words[i].text.as_str(),
+                    "-exec" | "-execdir" | "-ok" | "-okdir"
+                ) {
+                    let end = words[i + 1..]
+                        .iter()
+                        .position(|w| w.text == ";" || w.text == "+")
+                        .map_or(words.len(), |p| i + 1 + p);
+                    let inner: Vec<Word> = words[i + 1..end].to_vec();
+                    let found = inner.iter().any(|w| w.text.contains("{}"));
+                    for start in starts.iter().take(if found { starts.len() } else { 1 }) {
+                        if inner.is_empty() {
+                            break;
                         }
-                        i = end;
+                        let inner: Vec<Word> = inner
+                            .iter()
+                            .map(|w| Word {
+                                text: w.text.replace("{}", &start.text),
+                                glob: w.glob || (w.text.contains("{}") && start.glob),
+                            })
+                            .collect();
+                        let mut st = self.copy(state).child();
+                        self.command_with(inner, Redirects::default(), &mut st, depth + 1);
                     }
-                    i += 1;
+                    i = end;
                 }
+                i += 1;
             }
         }
         self.push(Command {
             words,
             cwd: state.cwd.clone(),
-            redirects,
+            redirects: redirects.all,
+            inputs: redirects.inputs,
+            feeds: None,
             path: state.vars.get("PATH").cloned(),
         });
+    }
+
+    /// A copy of `state` for a command or script of its own, paid for.
+    fn copy(&mut self, state: &State) -> State {
+        self.spend(state.weight() / 64 + 1);
+        state.clone()
     }
 
     fn push(&mut self, command: Command) {
@@ -475,9 +740,57 @@ impl Reader {
         self.budget > 0
     }
 
-    /// A word's fields after expansion: unquoted expansions split on
-    /// blanks, as the shell splits them.
+    /// A word's fields after expansion: braces first (`{a,b}`, `{1..3}`,
+    /// as bash expands them — read so for every shell, the stricter
+    /// reading), then unquoted expansions split on blanks and `IFS`, as
+    /// the shell splits them.
     fn expand(&mut self, raw: &Raw, state: &mut State, depth: usize) -> Vec<Word> {
+        let mut out = Vec::new();
+        for raw in self.braces(raw) {
+            out.extend(self.expand_one(&raw, state, depth));
+        }
+        out
+    }
+
+    /// The words brace expansion makes of `raw` (itself when it has no
+    /// brace group in its unquoted text).
+    fn braces(&mut self, raw: &Raw) -> Vec<Raw> {
+        let mut done = Vec::new();
+        let mut todo = vec![raw.clone()];
+        while let Some(raw) = todo.pop() {
+            let group = raw
+                .parts
+                .iter()
+                .enumerate()
+                .find_map(|(at, part)| match part {
+                    Part::Text {
+                        text,
+                        quoted: false,
+                    } => brace_group(text).map(|g| (at, text.clone(), g)),
+                    _ => None,
+                });
+            let Some((at, text, (open, close, alternatives))) = group else {
+                done.push(raw);
+                continue;
+            };
+            if !self.spend(alternatives.len()) || done.len() + todo.len() > MAX_BRACES {
+                // More words than any command line means: not read on.
+                self.budget = 0;
+                return vec![raw];
+            }
+            for alternative in alternatives.into_iter().rev() {
+                let mut next = raw.clone();
+                next.parts[at] = Part::Text {
+                    text: format!("{}{alternative}{}", &text[..open], &text[close + 1..]),
+                    quoted: false,
+                };
+                todo.push(next);
+            }
+        }
+        done
+    }
+
+    fn expand_one(&mut self, raw: &Raw, state: &mut State, depth: usize) -> Vec<Word> {
         if !self.spend(raw.parts.len()) {
             return Vec::new();
         }
@@ -492,33 +805,63 @@ impl Reader {
                     started = true;
                 }
                 Part::Tilde(user) => {
-                    current.text.push_str(&self.tilde(user, state));
+                    let home = self.tilde(user, state);
+                    current.text.push_str(&home);
                     started = true;
                 }
                 Part::Sub(text) => {
-                    if !self.spend(state.vars.len()) {
-                        continue;
-                    }
-                    let mut inner = State {
-                        cwd: state.cwd.clone(),
-                        vars: state.vars.clone(),
-                    };
+                    let mut inner = self.copy(state);
                     self.script(text, &mut inner, depth + 1);
                 }
                 Part::Var {
                     name,
                     quoted,
+                    subscript,
                     default,
                 } => {
-                    let value = self.var(name, default.as_ref(), state, depth);
+                    // `"$@"` and `"${a[@]}"` are a word per element; an
+                    // element picked by index could be any of them.
+                    let list = match (default, state.args.as_ref()) {
+                        (None, Some(args)) if name == "@" || name == "*" => {
+                            Some(args.iter().skip(1).cloned().collect::<Vec<_>>())
+                        }
+                        (None, _) if *subscript => state.arrays.get(name).cloned(),
+                        _ => None,
+                    };
                     if *quoted {
-                        current.text.push_str(&value);
-                        started = true;
+                        match list {
+                            Some(list) => {
+                                for (n, element) in list.iter().enumerate() {
+                                    if n > 0 {
+                                        fields
+                                            .push(std::mem::replace(&mut current, Word::plain("")));
+                                    }
+                                    current.text.push_str(element);
+                                    started = true;
+                                }
+                            }
+                            None => {
+                                let value = self.var(name, default.as_ref(), state, depth);
+                                current.text.push_str(&value);
+                                started = true;
+                            }
+                        }
                         continue;
                     }
-                    // Unquoted: split on blanks; glob characters stay live.
-                    let mut pieces = value.split([' ', '\t', '\n']).peekable();
-                    let leading_blank = value.starts_with([' ', '\t', '\n']);
+                    let value = match list {
+                        Some(list) => list.join(" "),
+                        None => self.var(name, default.as_ref(), state, depth),
+                    };
+                    // Unquoted: split on blanks and on what `IFS` holds;
+                    // glob characters stay live.
+                    let ifs: Vec<char> = state
+                        .vars
+                        .get("IFS")
+                        .map(|i| i.chars().collect())
+                        .unwrap_or_default();
+                    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+                    let mut pieces = value.split(split).peekable();
+                    let leading_blank = value.starts_with(split);
                     if leading_blank && started {
                         fields.push(std::mem::replace(&mut current, Word::plain("")));
                         started = false;
@@ -568,10 +911,25 @@ impl Reader {
         state: &mut State,
         depth: usize,
     ) -> String {
+        let positional = |args: &Vec<String>| -> Option<String> {
+            match name {
+                "@" | "*" => Some(args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")),
+                "#" => Some(args.len().saturating_sub(1).to_string()),
+                _ => args.get(name.parse::<usize>().ok()?).cloned(),
+            }
+        };
         let value = match name {
             "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
             "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
-            _ => state.vars.get(name).cloned(),
+            _ => match state.args.as_ref() {
+                Some(args)
+                    if name.chars().all(|c| c.is_ascii_digit())
+                        || matches!(name, "@" | "*" | "#") =>
+                {
+                    positional(args)
+                }
+                _ => state.vars.get(name).cloned(),
+            },
         };
         match default {
             Some((op, colon, word)) => {
@@ -593,7 +951,7 @@ impl Reader {
         }
     }
 
-    fn tilde(&self, user: &str, state: &State) -> String {
+    fn tilde(&mut self, user: &str, state: &State) -> String {
         if user.is_empty() {
             return state
                 .vars
@@ -601,7 +959,13 @@ impl Reader {
                 .cloned()
                 .unwrap_or_else(|| self.home.clone());
         }
-        home_of(user).unwrap_or_else(|| format!("~{user}"))
+        // Read once per reading: a line of many `~user` words must not
+        // read the password file for each.
+        self.homes
+            .entry(user.to_owned())
+            .or_insert_with(|| home_of(user))
+            .clone()
+            .unwrap_or_else(|| format!("~{user}"))
     }
 }
 
@@ -812,6 +1176,13 @@ fn home_of(user: &str) -> Option<String> {
 }
 
 impl Raw {
+    /// `NAME=` with nothing after it: what an array's `(` follows.
+    fn array_name(&self) -> Option<String> {
+        let text = self.literal()?;
+        let name = text.strip_suffix("+=").or_else(|| text.strip_suffix('='))?;
+        is_name(name).then(|| name.to_owned())
+    }
+
     /// The word's text when it is all literal (reserved words, `cd`).
     fn literal(&self) -> Option<String> {
         let mut out = String::new();
@@ -881,7 +1252,7 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Heredoc(body));
                     i = next;
                 }
-                tokens.push(Token::Break);
+                tokens.push(Token::Break(Op::End));
             }
             '#' if !in_word => {
                 while i < chars.len() && chars[i] != '\n' {
@@ -896,15 +1267,36 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Redirect {
                         heredoc: false,
                         herestring: false,
+                        input: false,
                     });
                     continue;
                 }
                 finish(&mut tokens, &mut word, &mut in_word);
-                tokens.push(Token::Break);
+                let op = match c {
+                    '(' => Op::Open,
+                    ')' => Op::Close,
+                    '|' if chars.get(i + 1) != Some(&'|') => Op::Pipe,
+                    _ => Op::End,
+                };
+                tokens.push(Token::Break(op));
                 i += 1;
-                while i < chars.len() && matches!(chars[i], ';' | '&' | '|') {
+                // `()` stay two tokens (a function's definition).
+                while op != Op::Open
+                    && op != Op::Close
+                    && i < chars.len()
+                    && matches!(chars[i], ';' | '&' | '|')
+                {
                     i += 1;
                 }
+            }
+            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
+                // `<(…)`, `>(…)`: a process substitution, a word whose
+                // commands are read as a command substitution's are.
+                let end = matching(&chars, i + 2, '(', ')');
+                word.parts
+                    .push(Part::Sub(chars[(i + 2).min(end)..end].iter().collect()));
+                in_word = true;
+                i = (end + 1).min(chars.len());
             }
             '<' | '>' => {
                 // A redirection; digits just before it name a descriptor.
@@ -954,12 +1346,14 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Redirect {
                         heredoc: true,
                         herestring: false,
+                        input: false,
                     });
                     continue;
                 }
                 tokens.push(Token::Redirect {
                     heredoc: false,
                     herestring,
+                    input: op.starts_with('<'),
                 });
             }
             '\'' => {
@@ -1112,6 +1506,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
             word.parts.push(Part::Var {
                 name: chars[i + 1..j].iter().collect(),
                 quoted,
+                subscript: false,
                 default: None,
             });
             j
@@ -1121,6 +1516,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
             word.parts.push(Part::Var {
                 name: c.to_string(),
                 quoted,
+                subscript: false,
                 default: None,
             });
             i + 2
@@ -1132,13 +1528,30 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
     }
 }
 
-/// `${…}`'s inside: a name and, perhaps, a default.
+/// `${…}`'s inside: a name, perhaps a subscript, and perhaps a default.
 fn braced(inner: &str, quoted: bool) -> Part {
-    let inner = inner.strip_prefix('#').unwrap_or(inner);
-    let end = inner
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(inner.len());
-    let (name, rest) = inner.split_at(end);
+    // `${#NAME}` is a length; read as the value (the stricter reading).
+    let inner = match inner.strip_prefix('#') {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => inner,
+    };
+    let end = if inner.starts_with(['@', '*', '#', '?', '$', '!', '-']) {
+        1
+    } else if inner.starts_with(|c: char| c.is_ascii_digit()) {
+        inner
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(inner.len())
+    } else {
+        inner
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(inner.len())
+    };
+    let (name, mut rest) = inner.split_at(end);
+    let mut subscript = false;
+    if let Some(after) = rest.strip_prefix('[') {
+        subscript = true;
+        rest = after.split_once(']').map_or("", |(_, r)| r);
+    }
     let default = [":-", ":=", ":+", "-", "=", "+"]
         .iter()
         .find(|op| rest.starts_with(**op))
@@ -1156,8 +1569,135 @@ fn braced(inner: &str, quoted: bool) -> Part {
     Part::Var {
         name: name.to_owned(),
         quoted,
+        subscript,
         default,
     }
+}
+
+/// The first brace group of unquoted text (`{a,b}`, `{1..3}`, `{a..c}`):
+/// where it opens and closes, and the texts it stands for.
+fn brace_group(text: &str) -> Option<(usize, usize, Vec<String>)> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(offset) = text[from..].find('{') {
+        let open = from + offset;
+        let mut depth = 0usize;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (i, b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        let close = close?;
+        let inside = &text[open + 1..close];
+        if !commas.is_empty() {
+            let mut alternatives = Vec::new();
+            let mut start = open + 1;
+            for comma in commas.into_iter().chain(std::iter::once(close)) {
+                alternatives.push(text[start..comma].to_owned());
+                start = comma + 1;
+            }
+            return Some((open, close, alternatives));
+        }
+        if let Some(sequence) = brace_sequence(inside) {
+            return Some((open, close, sequence));
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// `a..e`, `1..10`, `1..10..2`: the texts it counts through (at most
+/// [`MAX_BRACES`]).
+fn brace_sequence(inside: &str) -> Option<Vec<String>> {
+    let mut ends = inside.split("..");
+    let (first, last) = (ends.next()?, ends.next()?);
+    let step = ends
+        .next()
+        .map_or(Some(1), |s| s.parse::<i64>().ok())?
+        .unsigned_abs()
+        .max(1);
+    if ends.next().is_some() {
+        return None;
+    }
+    let count = |from: i64, to: i64| {
+        let up = from <= to;
+        let mut out = Vec::new();
+        let mut at = from;
+        while out.len() <= MAX_BRACES && (if up { at <= to } else { at >= to }) {
+            out.push(at);
+            at = if up {
+                at + step as i64
+            } else {
+                at - step as i64
+            };
+        }
+        out
+    };
+    if let (Ok(from), Ok(to)) = (first.parse::<i64>(), last.parse::<i64>()) {
+        return Some(count(from, to).into_iter().map(|n| n.to_string()).collect());
+    }
+    let (mut a, mut b) = (first.chars(), last.chars());
+    let (Some(from), None, Some(to), None) = (a.next(), a.next(), b.next(), b.next()) else {
+        return None;
+    };
+    if !(from.is_ascii_alphabetic() && to.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some(
+        count(from as i64, to as i64)
+            .into_iter()
+            .filter_map(|n| char::from_u32(n as u32).map(String::from))
+            .collect(),
+    )
+}
+
+/// The name a function definition's words give it (`NAME`, `function
+/// NAME`), if they are one.
+fn function_name(words: &[Raw]) -> Option<String> {
+    let name = match words {
+        [name] => name.literal()?,
+        [keyword, name] if keyword.literal().as_deref() == Some("function") => name.literal()?,
+        _ => return None,
+    };
+    (!name.is_empty() && !name.contains(['=', '/', '$'])).then_some(name)
+}
+
+/// Where a function body that starts at `tokens[start]` ends: after its
+/// `{ … }` or `( … )` group, or the command it is.
+fn body_end(tokens: &[Token], start: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, token) in tokens.iter().enumerate().skip(start) {
+        match token {
+            Token::Word(raw) if raw.literal().as_deref() == Some("{") => depth += 1,
+            Token::Word(raw) if raw.literal().as_deref() == Some("}") => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            Token::Break(Op::Open) => depth += 1,
+            Token::Break(Op::Close) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            Token::Break(Op::End) if depth == 0 => return i,
+            _ => {}
+        }
+    }
+    tokens.len()
 }
 
 /// The index of the `close` that ends a group opened just before `from`
@@ -1372,8 +1912,9 @@ mod tests {
             got.contains(&vec!["rm".into(), "-rf".into(), "/x".into()]),
             "{got:?}"
         );
+        // `{}` is where find starts: what it can find is there.
         assert!(
-            got.contains(&vec!["rm".into(), "-rf".into(), "{}".into()]),
+            got.contains(&vec!["rm".into(), "-rf".into(), "/".into()]),
             "{got:?}"
         );
         assert!(
