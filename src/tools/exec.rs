@@ -250,10 +250,14 @@ impl ExecRequest {
         tap: Option<runner::Tap>,
     ) -> Result<Value, ToolError> {
         // What was approved is what starts: the files, the directory and
-        // the variables, checked once more at the last moment.
-        self.binding
-            .check(&Binding::of(&self.exec(), &self.requested))
-            .map_err(|drift| drift.error())?;
+        // the variables, checked once more at the last moment — on the
+        // blocking pool, as binding reads the filesystem (and hashes
+        // scripts) and this is the node's one thread.
+        let (exec, requested) = (self.exec(), self.requested.clone());
+        let now = tokio::task::spawn_blocking(move || Binding::of(&exec, &requested))
+            .await
+            .map_err(|e| ToolError::new("IO_ERROR", format!("the approval check failed: {e}")))?;
+        self.binding.check(&now).map_err(|drift| drift.error())?;
         let spec = runner::Spec {
             // An agent's command gets none of our credentials, and none of
             // the node's own that OpenClaw keeps from its commands.
