@@ -551,6 +551,26 @@ mod tests {
     }
 
     #[test]
+    fn names_that_are_one_name_once_trimmed_are_refused() {
+        // `FOO` and `FOO ` both set FOO, the later one winning: an
+        // approval of {FOO: a, "FOO ": b} (FOO=b) had the fingerprint of
+        // {FOO: b, "FOO ": a} (FOO=a), so the other value ran approved.
+        for env in [
+            json!({"FOO": "a", "FOO ": "b"}),
+            json!({" FOO": "a", "FOO\t": "b"}),
+        ] {
+            let refused = parse_system_run(
+                json!({"command": ["printenv", "FOO"], "env": env}),
+                Path::new("/tmp"),
+                MINUTE,
+            )
+            .unwrap_err();
+            assert_eq!(refused.code, "INVALID_REQUEST", "{env}");
+            assert!(refused.message.contains("FOO"), "{}", refused.message);
+        }
+    }
+
+    #[test]
     fn the_program_is_resolved_before_approval() {
         let req = parse_system_run(
             json!({"command": ["sh", "-c", "true"]}),
