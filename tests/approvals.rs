@@ -28,8 +28,13 @@ async fn prepare(gw: &FakeGateway, argv: Value, env: Value) -> Value {
 /// `system.run` re-sent with an operator's `allow-once` for `plan`, with
 /// the variables `env`.
 async fn approved(gw: &FakeGateway, plan: &Value, env: Value) -> Value {
+    decided(gw, plan, env, "allow-once").await
+}
+
+/// `system.run` re-sent with an operator's `decision` for `plan`.
+async fn decided(gw: &FakeGateway, plan: &Value, env: Value, decision: &str) -> Value {
     let mut params = json!({"command": plan["argv"], "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "main",
-        "sessionKey": "agent:main:s", "runId": "approval", "approved": true, "approvalDecision": "allow-once"});
+        "sessionKey": "agent:main:s", "runId": "approval", "approved": true, "approvalDecision": decision});
     if !env.is_null() {
         params["env"] = env;
     }
@@ -286,4 +291,37 @@ async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
         payload(&run)["stdout"].as_str().unwrap(),
         format!("ran {}/rm -rf build\n", bin.path().display())
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_always_of_a_command_that_runs_a_script_covers_one_run() {
+    // OpenClaw offers no allow-always for a plan with a mutable script
+    // operand (it would cover whatever the file holds later): an
+    // allow-always that comes anyway is spent as allow-once.
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let ws = node.ws();
+    std::fs::write(ws.join("job.sh"), "echo approved\n").unwrap();
+    let plan = prepare(&gw, json!(["sh", "job.sh"]), Value::Null).await;
+    let run = decided(&gw, &plan, Value::Null, "allow-always").await;
+    assert_eq!(payload(&run)["stdout"], "approved\n", "{run}");
+    std::fs::write(ws.join("job.sh"), "touch pwned\n").unwrap();
+    let again = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["sh", "job.sh"], "agentId": "main", "sessionKey": "agent:main:s"}),
+        )
+        .await;
+    assert_eq!(error_code(&again), "SYSTEM_RUN_DENIED", "{again}");
+    assert!(!ws.join("pwned").exists(), "the rewritten script ran");
+    // A program that runs no script file is remembered as before.
+    let plan = prepare(&gw, json!(["uname", "-s"]), Value::Null).await;
+    let run = decided(&gw, &plan, Value::Null, "allow-always").await;
+    assert_eq!(payload(&run)["exitCode"], 0, "{run}");
+    let again = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["uname", "-s"], "agentId": "main", "sessionKey": "agent:main:s"}),
+        )
+        .await;
+    assert_eq!(payload(&again)["exitCode"], 0, "{again}");
 }

@@ -73,6 +73,8 @@ struct Bound {
     word: String,
     /// `None`: it did not exist (or could not be found on `PATH`).
     file: Option<Identity>,
+    /// It is code an interpreter reads (a script), not only a program.
+    script: bool,
     /// A script's content, as OpenClaw binds it.
     sha256: Option<String>,
 }
@@ -149,12 +151,14 @@ impl Binding {
                     files.push(Bound {
                         word,
                         file,
+                        script: false,
                         sha256: None,
                     });
                     files.len() - 1
                 }
             };
             let bound = &mut files[at];
+            bound.script |= script;
             if let (true, None, Some(id)) = (script, &bound.sha256, &bound.file)
                 && id.regular
                 && id.size <= hashing
@@ -208,6 +212,13 @@ impl Binding {
             Some(word) => Err(Drift::File { word }),
             None => Ok(()),
         }
+    }
+
+    /// Whether the command runs code from a file an interpreter reads (a
+    /// script): an approval of it covers the file as it is now, which a
+    /// standing allowlist entry (a program and its arguments) cannot.
+    pub fn runs_a_script(&self) -> bool {
+        self.files.iter().any(|f| f.script)
     }
 
     /// A short fingerprint of the files and the directory (what "allow

@@ -234,6 +234,7 @@ impl ExecRequest {
             ),
             agent: self.agent.clone(),
             upstream: false,
+            one_shot: self.binding.runs_a_script(),
             exec: Some(Exec {
                 bound: Some(self.binding.digest()),
                 ..self.exec()
