@@ -231,13 +231,39 @@ enum Part {
         quoted: bool,
         /// `${NAME[…]}`: an element of an array (any of them).
         subscript: bool,
-        /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set).
-        default: Option<(char, bool, Raw)>,
+        /// What is done to the value (`${X:-d}`, `${X%.*}`, `${X/a/b}`, …).
+        op: Option<VarOp>,
     },
     /// `$(…)` or `` `…` ``: read as commands of its own; expands to nothing.
     Sub(String),
     /// `~` or `~user` at the start of a word.
     Tilde(String),
+}
+
+/// An operation on a variable's value, as the shell performs it.
+#[derive(Debug, Clone)]
+enum VarOp {
+    /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set); the
+    /// flag: with `:` (empty counts as unset).
+    Default(char, bool, Raw),
+    /// `#`, `##`, `%`, `%%`: the shortest or longest prefix or suffix
+    /// matching a pattern taken off.
+    Trim {
+        suffix: bool,
+        longest: bool,
+        pattern: Raw,
+    },
+    /// `/pat/rep`, `//pat/rep`, `/#pat/rep`, `/%pat/rep`.
+    Replace {
+        all: bool,
+        anchor: Option<char>,
+        pattern: Raw,
+        with: Raw,
+    },
+    /// `:offset` and `:offset:length`.
+    Slice(String, Option<String>),
+    /// `^`, `^^`, `,`, `,,`.
+    Case { upper: bool, all: bool },
 }
 
 /// Tokens of one script.
@@ -338,11 +364,22 @@ impl Reader {
                         // `sh <<< "rm -rf /"`: the text is the shell's script.
                         let text = self.expand_joined(target, state, depth);
                         self.script(&text, state, depth + 1);
+                    } else if words.first().and_then(Raw::literal).as_deref() == Some("read") {
+                        // `read X <<< /`: the text is the variables'.
+                        let text = self.expand_joined(target, state, depth);
+                        read_into(&words[1..], &text, state);
                     }
                 }
-                // A here-document fed to a shell is its script.
+                // A here-document fed to a shell is its script; to `read`,
+                // its first line is the variables'.
                 Token::Heredoc(body) if fed_to_shell(&words) => {
                     self.script(body, state, depth + 1);
+                }
+                Token::Heredoc(body)
+                    if words.first().and_then(Raw::literal).as_deref() == Some("read") =>
+                {
+                    let line = body.lines().next().unwrap_or_default().to_owned();
+                    read_into(&words[1..], &line, state);
                 }
                 Token::Heredoc(_) => {}
                 Token::Break(Op::Open)
@@ -592,6 +629,15 @@ impl Reader {
                     }
                 }
             }
+            "printf" if words.get(1).is_some_and(|w| w.text == "-v") => {
+                // `printf -v NAME FORMAT ARGS…`: NAME holds what it prints.
+                if let (Some(name), Some(format)) = (words.get(2), words.get(3)) {
+                    let args: Vec<&str> = words[4..].iter().map(|w| w.text.as_str()).collect();
+                    state
+                        .vars
+                        .insert(name.text.clone(), printf(&format.text, &args));
+                }
+            }
             "alias" => {
                 for word in &words[1..] {
                     if let Some((name, value)) = word.text.split_once('=')
@@ -817,11 +863,11 @@ impl Reader {
                     name,
                     quoted,
                     subscript,
-                    default,
+                    op,
                 } => {
                     // `"$@"` and `"${a[@]}"` are a word per element; an
                     // element picked by index could be any of them.
-                    let list = match (default, state.args.as_ref()) {
+                    let list = match (op, state.args.as_ref()) {
                         (None, Some(args)) if name == "@" || name == "*" => {
                             Some(args.iter().skip(1).cloned().collect::<Vec<_>>())
                         }
@@ -841,7 +887,7 @@ impl Reader {
                                 }
                             }
                             None => {
-                                let value = self.var(name, default.as_ref(), state, depth);
+                                let value = self.var(name, op.as_ref(), state, depth);
                                 current.text.push_str(&value);
                                 started = true;
                             }
@@ -850,7 +896,7 @@ impl Reader {
                     }
                     let value = match list {
                         Some(list) => list.join(" "),
-                        None => self.var(name, default.as_ref(), state, depth),
+                        None => self.var(name, op.as_ref(), state, depth),
                     };
                     // Unquoted: split on blanks and on what `IFS` holds;
                     // glob characters stay live.
@@ -904,35 +950,21 @@ impl Reader {
             .join(" ")
     }
 
-    fn var(
-        &mut self,
-        name: &str,
-        default: Option<&(char, bool, Raw)>,
-        state: &mut State,
-        depth: usize,
-    ) -> String {
-        let positional = |args: &Vec<String>| -> Option<String> {
-            match name {
-                "@" | "*" => Some(args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")),
-                "#" => Some(args.len().saturating_sub(1).to_string()),
-                _ => args.get(name.parse::<usize>().ok()?).cloned(),
+    fn var(&mut self, name: &str, op: Option<&VarOp>, state: &mut State, depth: usize) -> String {
+        // `${!NAME}`: the variable NAME names.
+        let value = match name.strip_prefix('!').filter(|n| !n.is_empty()) {
+            Some(pointer) => {
+                let target = self.lookup(pointer, state).unwrap_or_default();
+                self.lookup(&target, state)
             }
+            None => self.lookup(name, state),
         };
-        let value = match name {
-            "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
-            "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
-            _ => match state.args.as_ref() {
-                Some(args)
-                    if name.chars().all(|c| c.is_ascii_digit())
-                        || matches!(name, "@" | "*" | "#") =>
-                {
-                    positional(args)
-                }
-                _ => state.vars.get(name).cloned(),
-            },
+        let Some(op) = op else {
+            return value.unwrap_or_default();
         };
-        match default {
-            Some((op, colon, word)) => {
+        let value_or_empty = value.clone().unwrap_or_default();
+        match op {
+            VarOp::Default(op, colon, word) => {
                 let set = value.as_ref().is_some_and(|v| !*colon || !v.is_empty());
                 match op {
                     '+' if set => self.expand_joined(word, state, depth),
@@ -944,10 +976,88 @@ impl Reader {
                         }
                         text
                     }
-                    _ => value.unwrap_or_default(),
+                    _ => value_or_empty,
                 }
             }
-            None => value.unwrap_or_default(),
+            VarOp::Trim {
+                suffix,
+                longest,
+                pattern,
+            } => {
+                let pattern = self.expand_joined(pattern, state, depth);
+                trim(&value_or_empty, &pattern, *suffix, *longest)
+            }
+            VarOp::Replace {
+                all,
+                anchor,
+                pattern,
+                with,
+            } => {
+                let pattern = self.expand_joined(pattern, state, depth);
+                let with = self.expand_joined(with, state, depth);
+                replace(&value_or_empty, &pattern, &with, *all, *anchor)
+            }
+            VarOp::Slice(offset, length) => {
+                let chars: Vec<char> = value_or_empty.chars().collect();
+                let number = |t: &str| t.trim().parse::<i64>().unwrap_or(0);
+                let len = chars.len() as i64;
+                let start = number(offset);
+                let start = if start < 0 {
+                    (len + start).max(0)
+                } else {
+                    start.min(len)
+                };
+                let end = match length.as_deref().map(number) {
+                    None => len,
+                    Some(n) if n < 0 => (len + n).max(start),
+                    Some(n) => (start + n).min(len),
+                };
+                chars[start as usize..end.max(start) as usize]
+                    .iter()
+                    .collect()
+            }
+            VarOp::Case { upper, all } => {
+                let change = |c: char| {
+                    if *upper {
+                        c.to_uppercase().collect::<String>()
+                    } else {
+                        c.to_lowercase().collect::<String>()
+                    }
+                };
+                let mut chars = value_or_empty.chars();
+                if *all {
+                    chars.map(change).collect()
+                } else {
+                    chars
+                        .next()
+                        .map(|c| change(c) + chars.as_str())
+                        .unwrap_or_default()
+                }
+            }
+        }
+    }
+
+    /// A variable's value: the special ones, the positional ones where
+    /// they are known, then the shell's variables.
+    fn lookup(&self, name: &str, state: &State) -> Option<String> {
+        match name {
+            "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
+            "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
+            _ => match state.args.as_ref() {
+                Some(args)
+                    if name.chars().all(|c| c.is_ascii_digit())
+                        || matches!(name, "@" | "*" | "#") =>
+                {
+                    match name {
+                        "@" | "*" => {
+                            Some(args.iter().skip(1).cloned().collect::<Vec<_>>().join(" "))
+                        }
+                        "#" => Some(args.len().saturating_sub(1).to_string()),
+                        _ => args.get(name.parse::<usize>().ok()?).cloned(),
+                    }
+                }
+                _ => state.vars.get(name).cloned(),
+            },
         }
     }
 
@@ -1375,6 +1485,11 @@ fn tokenize(text: &str) -> Vec<Token> {
                 }
                 i += 2;
             }
+            '$' if chars.get(i + 1) == Some(&'"') => {
+                // $"…": a string the locale may translate; read as written.
+                i = double_quoted(&chars, i + 2, &mut word);
+                in_word = true;
+            }
             '$' if chars.get(i + 1) == Some(&'\'') => {
                 // $'…': ANSI-C quoting.
                 let (text, next) = ansi_c(&chars, i + 2);
@@ -1507,7 +1622,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
                 name: chars[i + 1..j].iter().collect(),
                 quoted,
                 subscript: false,
-                default: None,
+                op: None,
             });
             j
         }
@@ -1517,7 +1632,7 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
                 name: c.to_string(),
                 quoted,
                 subscript: false,
-                default: None,
+                op: None,
             });
             i + 2
         }
@@ -1528,12 +1643,19 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
     }
 }
 
-/// `${…}`'s inside: a name, perhaps a subscript, and perhaps a default.
+/// `${…}`'s inside: a name (`!NAME`: the one NAME names), perhaps a
+/// subscript, and perhaps an operation on the value.
 fn braced(inner: &str, quoted: bool) -> Part {
     // `${#NAME}` is a length; read as the value (the stricter reading).
     let inner = match inner.strip_prefix('#') {
         Some(rest) if !rest.is_empty() => rest,
         _ => inner,
+    };
+    let (bang, inner) = match inner.strip_prefix('!') {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') => {
+            ("!", rest)
+        }
+        _ => ("", inner),
     };
     let end = if inner.starts_with(['@', '*', '#', '?', '$', '!', '-']) {
         1
@@ -1552,26 +1674,192 @@ fn braced(inner: &str, quoted: bool) -> Part {
         subscript = true;
         rest = after.split_once(']').map_or("", |(_, r)| r);
     }
-    let default = [":-", ":=", ":+", "-", "=", "+"]
-        .iter()
-        .find(|op| rest.starts_with(**op))
-        .map(|op| {
-            let text = &rest[op.len()..];
-            let mut raw = Raw::default();
-            if let Some(Token::Word(w)) = tokenize(text)
-                .into_iter()
-                .find(|t| matches!(t, Token::Word(_)))
-            {
-                raw = w;
-            }
-            (op.chars().last().unwrap_or('-'), op.starts_with(':'), raw)
-        });
     Part::Var {
-        name: name.to_owned(),
+        name: format!("{bang}{name}"),
         quoted,
         subscript,
-        default,
+        op: var_op(rest),
     }
+}
+
+/// The operation after a `${NAME`.
+fn var_op(rest: &str) -> Option<VarOp> {
+    let word = |text: &str| -> Raw {
+        tokenize(text)
+            .into_iter()
+            .find_map(|t| match t {
+                Token::Word(w) => Some(w),
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    // A pattern keeps its text as written (quotes only taken off).
+    let pattern = |text: &str| -> Raw {
+        let mut raw = word(text);
+        for part in &mut raw.parts {
+            if let Part::Text { quoted, .. } = part {
+                *quoted = true;
+            }
+        }
+        raw
+    };
+    if let Some(op) = [":-", ":=", ":+", ":?", "-", "=", "+", "?"]
+        .iter()
+        .find(|op| rest.starts_with(**op))
+    {
+        let kind = op.chars().last().unwrap_or('-');
+        // `?` fails when unset: what follows is only a message.
+        let kind = if kind == '?' { '+' } else { kind };
+        return Some(VarOp::Default(
+            kind,
+            op.starts_with(':'),
+            word(&rest[op.len()..]),
+        ));
+    }
+    let mut chars = rest.chars();
+    match chars.next()? {
+        c @ ('#' | '%') => {
+            let longest = rest[1..].starts_with(c);
+            let text = if longest { &rest[2..] } else { &rest[1..] };
+            Some(VarOp::Trim {
+                suffix: c == '%',
+                longest,
+                pattern: pattern(text),
+            })
+        }
+        '/' => {
+            let mut text = &rest[1..];
+            let all = text.starts_with('/');
+            if all {
+                text = &text[1..];
+            }
+            let anchor = text.chars().next().filter(|c| matches!(c, '#' | '%'));
+            if anchor.is_some() {
+                text = &text[1..];
+            }
+            let (find, with) = text.split_once('/').unwrap_or((text, ""));
+            Some(VarOp::Replace {
+                all,
+                anchor,
+                pattern: pattern(find),
+                with: word(with),
+            })
+        }
+        ':' => {
+            let (offset, length) = match rest[1..].split_once(':') {
+                Some((o, l)) => (o.to_owned(), Some(l.to_owned())),
+                None => (rest[1..].to_owned(), None),
+            };
+            Some(VarOp::Slice(offset, length))
+        }
+        c @ ('^' | ',') => Some(VarOp::Case {
+            upper: c == '^',
+            all: rest[1..].starts_with(c),
+        }),
+        _ => None,
+    }
+}
+
+/// Values longer than this are left as they are by pattern operations
+/// (each tries every prefix or suffix).
+const PATTERN_VALUE_AT_MOST: usize = 4096;
+
+fn pattern_matcher(pattern: &str) -> Option<globset::GlobMatcher> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+/// `${X#p}`, `${X##p}`, `${X%p}`, `${X%%p}`.
+fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> String {
+    let Some(matcher) = pattern_matcher(pattern).filter(|_| value.len() <= PATTERN_VALUE_AT_MOST)
+    else {
+        return value.to_owned();
+    };
+    let cuts: Vec<usize> = value
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(value.len()))
+        .collect();
+    let matching = |piece: &str| matcher.is_match(piece);
+    let found = if suffix {
+        let mut order: Vec<usize> = cuts.clone();
+        if !longest {
+            order.reverse();
+        }
+        order
+            .into_iter()
+            .find(|&i| matching(&value[i..]))
+            .map(|i| value[..i].to_owned())
+    } else {
+        let mut order: Vec<usize> = cuts.clone();
+        if longest {
+            order.reverse();
+        }
+        order
+            .into_iter()
+            .find(|&i| matching(&value[..i]))
+            .map(|i| value[i..].to_owned())
+    };
+    found.unwrap_or_else(|| value.to_owned())
+}
+
+/// `${X/p/r}` and its kinds: the longest match at the first place one
+/// starts (every place, with `//`).
+fn replace(value: &str, pattern: &str, with: &str, all: bool, anchor: Option<char>) -> String {
+    let Some(matcher) = pattern_matcher(pattern)
+        .filter(|_| value.len() <= PATTERN_VALUE_AT_MOST && !pattern.is_empty())
+    else {
+        return value.to_owned();
+    };
+    let cuts: Vec<usize> = value
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(value.len()))
+        .collect();
+    match anchor {
+        Some('#') => {
+            return match cuts.iter().rev().find(|&&e| matcher.is_match(&value[..e])) {
+                Some(&e) => format!("{with}{}", &value[e..]),
+                None => value.to_owned(),
+            };
+        }
+        Some(_) => {
+            return match cuts.iter().find(|&&s| matcher.is_match(&value[s..])) {
+                Some(&s) => format!("{}{with}", &value[..s]),
+                None => value.to_owned(),
+            };
+        }
+        None => {}
+    }
+    let mut out = String::new();
+    let mut at = 0;
+    while at < cuts.len() - 1 {
+        let start = cuts[at];
+        let end = cuts[at + 1..]
+            .iter()
+            .rev()
+            .position(|&e| matcher.is_match(&value[start..e]))
+            .map(|p| cuts.len() - 1 - p);
+        match end {
+            Some(end_at) => {
+                out.push_str(with);
+                at = end_at;
+                if !all {
+                    out.push_str(&value[cuts[at]..]);
+                    return out;
+                }
+            }
+            None => {
+                out.push_str(&value[start..cuts[at + 1]]);
+                at += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The first brace group of unquoted text (`{a,b}`, `{1..3}`, `{a..c}`):
@@ -1660,6 +1948,93 @@ fn brace_sequence(inside: &str) -> Option<Vec<String>> {
             .filter_map(|n| char::from_u32(n as u32).map(String::from))
             .collect(),
     )
+}
+
+/// `read [OPTIONS] NAMES…` given `text`: a field per name, the last
+/// taking the rest (`-a NAME`: an array of every field).
+fn read_into(args: &[Raw], text: &str, state: &mut State) {
+    let mut names = Vec::new();
+    let mut array = None;
+    let mut i = 0;
+    while i < args.len() {
+        let Some(word) = args[i].literal() else {
+            i += 1;
+            continue;
+        };
+        match word.as_str() {
+            "-a" => {
+                array = args.get(i + 1).and_then(Raw::literal);
+                i += 2;
+                continue;
+            }
+            "-d" | "-p" | "-n" | "-N" | "-t" | "-u" | "-i" => i += 1,
+            w if w.starts_with('-') => {}
+            w if is_name(w) => names.push(w.to_owned()),
+            _ => {}
+        }
+        i += 1;
+    }
+    let ifs: Vec<char> = state
+        .vars
+        .get("IFS")
+        .map(|i| i.chars().collect())
+        .unwrap_or_default();
+    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+    let fields: Vec<String> = text
+        .split(split)
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(name) = array {
+        state
+            .vars
+            .insert(name.clone(), fields.first().cloned().unwrap_or_default());
+        state.arrays.insert(name, fields);
+        return;
+    }
+    if names.is_empty() {
+        names.push("REPLY".to_owned());
+    }
+    for (n, name) in names.iter().enumerate() {
+        let value = if n + 1 == names.len() {
+            fields
+                .get(n..)
+                .map(|rest| rest.join(" "))
+                .unwrap_or_default()
+        } else {
+            fields.get(n).cloned().unwrap_or_default()
+        };
+        state.vars.insert(name.clone(), value);
+    }
+}
+
+/// What `printf FORMAT ARGS…` prints, as far as a path goes: each
+/// conversion takes the next argument, `%%` is `%`.
+fn printf(format: &str, args: &[&str]) -> String {
+    let mut out = String::new();
+    let mut args = args.iter();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        // Flags, width and precision, then the conversion.
+        while chars
+            .peek()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | ' ' | '#' | '.'))
+        {
+            chars.next();
+        }
+        chars.next();
+        out.push_str(args.next().copied().unwrap_or_default());
+    }
+    out
 }
 
 /// The name a function definition's words give it (`NAME`, `function

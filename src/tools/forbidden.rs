@@ -255,6 +255,9 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
     } else if let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) {
         forms.extend(std::fs::canonicalize(parent).ok().map(|p| p.join(name)));
     }
+    // ... and `..` taken where the kernel takes it: after the symlinks
+    // before it (`tools/../lib` with `tools` -> /usr/bin is /usr/lib).
+    forms.extend(kernel_path(cwd, &word.text));
     for form in forms {
         if word.glob {
             if let Some(hit) = glob_hits_protected(&form, home) {
@@ -265,6 +268,21 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// Where path resolution takes `word` from `cwd`: every directory on the
+/// way resolved (symlinks, then `..` from where they lead), the last
+/// component followed only when a slash ends the word, as `rm` does.
+fn kernel_path(cwd: &Path, word: &str) -> Option<PathBuf> {
+    let joined = cwd.join(word);
+    let text = joined.to_string_lossy();
+    let trimmed = text.trim_end_matches('/');
+    let (dir, last) = trimmed.rsplit_once('/')?;
+    if trimmed.len() != text.len() || matches!(last, "." | "..") {
+        return std::fs::canonicalize(&joined).ok();
+    }
+    let dir = if dir.is_empty() { "/" } else { dir };
+    Some(std::fs::canonicalize(dir).ok()?.join(last))
 }
 
 /// `/`, any top-level directory, the children of a system directory, the
@@ -542,6 +560,47 @@ mod tests {
             broken(&["sh", "-c", "f(){ rm -rf \"$1\"; }; f build"], "/tmp"),
             None
         );
+    }
+
+    #[test]
+    fn string_operations_indirection_and_reads_are_evaluated() {
+        refused_in_a_shell(&[
+            "rm -rf $\"/\"",
+            "X=/; Y=X; rm -rf ${!Y}",
+            "X=/usrx; rm -rf ${X%x}",
+            "X=/usr.bak; rm -rf ${X%.*}",
+            "X=x/etc; rm -rf ${X#x}",
+            "X=a/b/etc; rm -rf /${X##*/}",
+            "X=/usrx; rm -rf ${X/x/}",
+            "X=/u_s_r; rm -rf ${X//_/}",
+            "X=/USR; rm -rf ${X,,}",
+            "X=/usr/local/lib; rm -rf ${X:0:4}",
+            "read X <<< /; rm -rf $X",
+            "read -r A B <<< 'x /var'; rm -rf $B",
+            "printf -v X /; rm -rf \"$X\"",
+            "printf -v X '%s%s' /e tc; rm -rf \"$X\"",
+        ]);
+        assert_eq!(
+            broken(&["sh", "-c", "X=/tmp/x.bak; rm -rf ${X%.bak}"], "/tmp"),
+            None
+        );
+    }
+
+    #[test]
+    fn dot_dot_after_a_symlink_is_where_the_kernel_goes() {
+        // `tools` -> /usr/bin: `../lib` from inside it is /usr/lib.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/usr/bin", dir.path().join("tools")).unwrap();
+        let ws = dir.path().to_str().unwrap();
+        for argv in [
+            &["rm", "-rf", "tools/../lib"][..],
+            &["sh", "-c", "cd tools && rm -rf ../lib"],
+            &["sh", "-c", "cd tools; rm -rf ../../etc"],
+        ] {
+            assert!(broken(argv, ws).is_some(), "{argv:?} was allowed");
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert_eq!(broken(&["rm", "-rf", "sub/../build"], ws), None);
     }
 
     #[test]
