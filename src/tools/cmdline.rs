@@ -491,6 +491,10 @@ impl Reader {
                     | "in"
             ) {
                 raws = &raws[1..];
+                // `time -p`: the option is the keyword's.
+                if first == "time" && raws.first().and_then(Raw::literal).as_deref() == Some("-p") {
+                    raws = &raws[1..];
+                }
             } else {
                 break;
             }
@@ -1062,6 +1066,18 @@ impl Reader {
     }
 
     fn tilde(&mut self, user: &str, state: &State) -> String {
+        // `~+` is where it is, `~-` where it was.
+        match user {
+            "+" => return state.cwd.to_string_lossy().into_owned(),
+            "-" => {
+                return state
+                    .vars
+                    .get("OLDPWD")
+                    .cloned()
+                    .unwrap_or_else(|| "~-".into());
+            }
+            _ => {}
+        }
         if user.is_empty() {
             return state
                 .vars
@@ -1200,7 +1216,127 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
             skip(&["-c", "--cpu-list"], usize::from(!cpus))
         }
         "chrt" => skip(&[], 1),
-        "flock" => skip(&["-w", "--timeout", "-E", "--conflict-exit-code"], 1),
+        "flock" => {
+            // `flock FILE -c COMMAND` hands a shell the command.
+            let after = skip(&["-w", "--timeout", "-E", "--conflict-exit-code"], 1);
+            match after.as_deref() {
+                Some([flag, command, ..]) if matches!(flag.text.as_str(), "-c" | "--command") => {
+                    Some(shell_of(&command.text))
+                }
+                _ => after,
+            }
+        }
+        // Launchers that run their operands as a command.
+        "strace" | "ltrace" => skip(
+            &[
+                "-o", "-e", "-p", "-s", "-u", "-P", "-a", "-b", "-E", "-I", "-S", "-U", "-X",
+            ],
+            0,
+        ),
+        "fakeroot" | "fakechroot" => skip(&["-l", "--lib", "--faked", "-s", "-i"], 0),
+        "valgrind" | "catchsegv" | "firejail" | "proot" | "torsocks" | "proxychains"
+        | "proxychains4" | "unbuffer" => skip(&["-f", "-q"], 0),
+        "chroot" => skip(&["--userspec", "--groups"], 1),
+        "nsenter" => skip(
+            &[
+                "-t", "--target", "-S", "--setuid", "-G", "--setgid", "-w", "--wd",
+            ],
+            0,
+        ),
+        "unshare" => skip(
+            &[
+                "--map-user",
+                "--map-group",
+                "-S",
+                "--setuid",
+                "-G",
+                "--setgid",
+                "-R",
+                "--root",
+                "-w",
+                "--wd",
+                "--propagation",
+                "--setgroups",
+            ],
+            0,
+        ),
+        "setpriv" | "cpulimit" | "prlimit" | "numactl" => {
+            skip(&["-l", "--limit", "-p", "--pid"], 0)
+        }
+        "systemd-run" => skip(
+            &[
+                "-u",
+                "--unit",
+                "-p",
+                "--property",
+                "--description",
+                "--slice",
+                "-E",
+                "--setenv",
+                "--uid",
+                "--gid",
+                "--working-directory",
+                "-M",
+                "--machine",
+                "-H",
+                "--host",
+                "--on-active",
+                "--on-calendar",
+                "--on-boot",
+                "--on-startup",
+                "--timer-property",
+                "--path-property",
+                "--socket-property",
+                "--nice",
+            ],
+            0,
+        ),
+        // Package runners: `uv run CMD`, `poetry run CMD`, `bundle exec CMD`.
+        "uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "bundle" => match rest {
+            [sub, more @ ..] if matches!(sub.text.as_str(), "run" | "exec") => {
+                let at = more
+                    .iter()
+                    .position(|w| !w.text.starts_with('-'))
+                    .unwrap_or(more.len());
+                (at < more.len()).then(|| more[at..].to_vec())
+            }
+            _ => None,
+        },
+        // `parallel CMD ::: ARGS`: the arguments are the command's.
+        "parallel" => skip(&["-j", "--jobs", "-S", "--sshlogin"], 0).map(|words| {
+            words
+                .into_iter()
+                .filter(|w| !w.text.starts_with(":::"))
+                .collect()
+        }),
+        // These hand a shell their words, joined: `watch 'rm …'`,
+        // `script -c CMD`, `ssh HOST CMD` (this machine may be the host),
+        // `tmux new 'CMD'`.
+        "watch" => skip(&["-n", "--interval", "-d", "-g", "--chgexit"], 0)
+            .map(|words| shell_of(&join(&words))),
+        "script" => rest
+            .iter()
+            .position(|w| {
+                matches!(w.text.as_str(), "-c" | "--command")
+                    || (w.text.starts_with('-')
+                        && !w.text.starts_with("--")
+                        && w.text.ends_with('c'))
+            })
+            .and_then(|at| rest.get(at + 1))
+            .map(|command| shell_of(&command.text)),
+        "ssh" => skip(
+            &[
+                "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
+                "-O", "-Q", "-S", "-W", "-w", "-B",
+            ],
+            1,
+        )
+        .map(|words| shell_of(&join(&words))),
+        "tmux" | "screen" => rest
+            .iter()
+            .rposition(|w| !w.text.starts_with('-'))
+            .filter(|&at| at > 0)
+            .map(|at| shell_of(&rest[at].text)),
         "xargs" => skip(
             &[
                 "-a",
@@ -1234,6 +1370,19 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
         Some(inner) => Unwrapped::Inner(inner),
         None => Unwrapped::Done,
     }
+}
+
+/// `sh -c TEXT`: what a launcher that hands a shell its command runs.
+fn shell_of(text: &str) -> Vec<Word> {
+    ["sh", "-c", text].into_iter().map(Word::plain).collect()
+}
+
+fn join(words: &[Word]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether a shell's arguments include `-c` (alone or in a cluster such as
@@ -1511,7 +1660,8 @@ fn tokenize(text: &str) -> Vec<Token> {
             '~' if !in_word => {
                 let mut j = i + 1;
                 while j < chars.len()
-                    && (chars[j].is_ascii_alphanumeric() || matches!(chars[j], '_' | '-' | '.'))
+                    && (chars[j].is_ascii_alphanumeric()
+                        || matches!(chars[j], '_' | '-' | '.' | '+'))
                 {
                     j += 1;
                 }

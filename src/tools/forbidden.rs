@@ -604,6 +604,32 @@ mod tests {
     }
 
     #[test]
+    fn launchers_that_run_their_operands_are_looked_through() {
+        refused_in_a_shell(&[
+            "watch rm -rf /",
+            "watch -n 1 'rm -rf /'",
+            "strace -f -o /tmp/log rm -rf /",
+            "ltrace rm -rf /",
+            "fakeroot rm -rf /",
+            "flock /tmp/l -c 'rm -rf /'",
+            "script -qc 'rm -rf /' /dev/null",
+            "chroot / rm -rf /usr",
+            "nsenter -t 1 -m rm -rf /",
+            "unshare -m rm -rf /",
+            "systemd-run --user rm -rf ~",
+            "valgrind rm -rf /",
+            "uv run rm -rf /",
+            "poetry run rm -rf /etc",
+            "parallel rm -rf ::: /",
+            "tmux new -d 'rm -rf /'",
+            "ssh localhost rm -rf /",
+            "time -p rm -rf /",
+            "rm -rf ~+",
+            "OLDPWD=/usr; rm -rf ~-",
+        ]);
+    }
+
+    #[test]
     fn cdpath_and_find_exec_lead_where_the_shell_and_find_go() {
         refused_in_a_shell(&["CDPATH=/ cd usr; rm -rf .", "CDPATH=/: cd usr && rm -rf *"]);
         for argv in [
