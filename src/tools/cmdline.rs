@@ -1007,14 +1007,14 @@ impl Reader {
                 let len = chars.len() as i64;
                 let start = number(offset);
                 let start = if start < 0 {
-                    (len + start).max(0)
+                    len.saturating_add(start).max(0)
                 } else {
                     start.min(len)
                 };
                 let end = match length.as_deref().map(number) {
                     None => len,
-                    Some(n) if n < 0 => (len + n).max(start),
-                    Some(n) => (start + n).min(len),
+                    Some(n) if n < 0 => len.saturating_add(n).max(start),
+                    Some(n) => start.saturating_add(n).min(len),
                 };
                 chars[start as usize..end.max(start) as usize]
                     .iter()
@@ -2064,7 +2064,7 @@ fn brace_sequence(inside: &str) -> Option<Vec<String>> {
         .next()
         .map_or(Some(1), |s| s.parse::<i64>().ok())?
         .unsigned_abs()
-        .max(1);
+        .clamp(1, i64::MAX as u64) as i64;
     if ends.next().is_some() {
         return None;
     }
@@ -2074,11 +2074,15 @@ fn brace_sequence(inside: &str) -> Option<Vec<String>> {
         let mut at = from;
         while out.len() <= MAX_BRACES && (if up { at <= to } else { at >= to }) {
             out.push(at);
-            at = if up {
-                at + step as i64
+            let next = if up {
+                at.checked_add(step)
             } else {
-                at - step as i64
+                at.checked_sub(step)
             };
+            match next {
+                Some(next) => at = next,
+                None => break,
+            }
         }
         out
     };
@@ -2457,8 +2461,64 @@ mod tests {
     #[test]
     fn hostile_text_ends_without_a_panic() {
         for text in [
-            "$(((((", "${", "'", "\"", "`", "<<", "<<<", "$'\\x", "a\\", "${X:-", "$((1+", "~",
-            "cd", "env -u", "env -S", "timeout", "x >", "$(", "))))", "{ }", "for x in",
+            "$(((((",
+            "${",
+            "'",
+            "\"",
+            "`",
+            "<<",
+            "<<<",
+            "$'\\x",
+            "a\\",
+            "${X:-",
+            "$((1+",
+            "~",
+            "cd",
+            "env -u",
+            "env -S",
+            "timeout",
+            "x >",
+            "$(",
+            "))))",
+            "{ }",
+            "for x in",
+            // What the reader evaluates: slices, sequences, patterns,
+            // functions, arrays, reads — at their limits.
+            "X=abc; echo ${X:1:9223372036854775807} ${X:-9223372036854775808:-9223372036854775808}",
+            "echo {1..9223372036854775807..-9223372036854775808} {9223372036854775807..9223372036854775806}",
+            "echo {-9223372036854775808..-9223372036854775807..9223372036854775807}",
+            "echo {a..}{..b}{,}{{{,}}} {z..a..0}",
+            "X=a; echo ${X//} ${X/} ${X#} ${X%%} ${X/[/x} ${X^} ${X,,} ${!} ${!X} ${X[} ${#}",
+            "f() {",
+            "f()",
+            "function",
+            "function f",
+            "f() ( ",
+            "a=(",
+            "a=( x",
+            "a=()",
+            "read <<<",
+            "read -a <<< x",
+            "read x <<E",
+            "printf -v",
+            "printf -v X",
+            "printf -v X %",
+            "$\"",
+            "<(",
+            ">(x",
+            "cat <( <(",
+            "alias",
+            "alias x=x\nx",
+            "f() { f; }; f",
+            "~+",
+            "~-",
+            "watch",
+            "flock f -c",
+            "script -c",
+            "ssh",
+            "tmux",
+            "uv run",
+            "parallel :::",
         ] {
             let _ = read_script(text, Path::new("/"), vars());
         }
@@ -2471,6 +2531,100 @@ mod tests {
         let many = "a; ".repeat(100_000);
         assert!(read_script(&many, Path::new("/"), vars()).incomplete);
         assert!(!read_script("a; b", Path::new("/"), vars()).incomplete);
+    }
+
+    #[test]
+    fn shell_fragments_in_any_order_end_without_a_panic() {
+        // A fixed sequence of pseudo-random scripts glued from the pieces
+        // the reader treats specially: every piece next to every other.
+        const PIECES: &[&str] = &[
+            "$",
+            "{",
+            "}",
+            "(",
+            ")",
+            "[",
+            "]",
+            "'",
+            "\"",
+            "`",
+            "\\",
+            "$'",
+            "$\"",
+            "${",
+            "${!",
+            "${#",
+            ":",
+            "-",
+            "+",
+            "=",
+            "?",
+            "#",
+            "%",
+            "/",
+            "//",
+            "^",
+            ",",
+            "..",
+            "*",
+            "~",
+            "~+",
+            "<",
+            ">",
+            "<<",
+            "<<<",
+            "<(",
+            "|",
+            "||",
+            "&",
+            ";",
+            "\n",
+            " ",
+            "a",
+            "X",
+            "1",
+            "-9223372036854775808",
+            "rm",
+            "-rf",
+            "sh",
+            "-c",
+            "eval",
+            "f()",
+            "function",
+            "alias",
+            "read",
+            "printf",
+            "-v",
+            "find",
+            "-exec",
+            "{}",
+            "xargs",
+            "env",
+            "-S",
+            "cd",
+            "CDPATH=/",
+            "IFS=:",
+            "a=(",
+            "@",
+            "E\n",
+            "E",
+            "é",
+            "\u{0}",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..5_000 {
+            let len = (next() % 24) as usize;
+            let script: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let _ = read_script(&script, Path::new("/w"), vars());
+        }
     }
 
     #[test]

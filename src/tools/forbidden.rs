@@ -764,6 +764,70 @@ mod tests {
         }
     }
 
+    #[test]
+    fn judging_any_glued_text_ends_without_a_panic() {
+        const PIECES: &[&str] = &[
+            "rm ",
+            "-rf ",
+            "-r",
+            " /",
+            "/",
+            "..",
+            ".",
+            "~",
+            "*",
+            "?",
+            "[",
+            "]",
+            "{",
+            ",",
+            "}",
+            "$X",
+            "X=/;",
+            "cd ",
+            "; ",
+            "| ",
+            "find ",
+            "-delete ",
+            "-exec ",
+            "{} ",
+            "+ ",
+            "kill ",
+            "-1 ",
+            "1",
+            "systemctl ",
+            "start ",
+            "poweroff.target",
+            "> ",
+            "/proc/",
+            "self/",
+            "root/",
+            "/dev/fd/",
+            "tee ",
+            "dd ",
+            "of=",
+            "sysrq-trigger",
+            "\"",
+            "'",
+            "\\",
+            "\n",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2_000 {
+            let len = (next() % 16) as usize;
+            let script: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let _ = broken(&["sh", "-c", &script], "/tmp");
+        }
+    }
+
     /// What the reader cannot know before the run: a command's output
     /// (`$(…)`, backquotes, a pipe into `xargs` or a shell, a process
     /// substitution) and what a program does with its own code.
