@@ -325,3 +325,126 @@ async fn allow_always_of_a_command_that_runs_a_script_covers_one_run() {
         .await;
     assert_eq!(payload(&again)["exitCode"], 0, "{again}");
 }
+
+/// BENCHMARKS.md item 10, figures and no assertion: how long hostile
+/// command lines hold the node — each sent as `system.run.prepare` (no
+/// approval needed) and as `run_command` (refused: `--approval deny`; and,
+/// for the libraries, run: `--approval allow`), while `system.which` is
+/// asked every 10 ms beside it: the longest `system.which` round trip is
+/// how long the node's one thread was held.
+///
+/// `CLAWBOT_BENCH_ROUTER=target/release/clawbot_router cargo test --test
+/// approvals -- --ignored --nocapture bench_` (an older build the same
+/// way, for before).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: prints figures"]
+async fn bench_hostile_command_lines_hold_the_node() {
+    let globs: Vec<String> = (0..2_000)
+        .map(|i| format!("/tmp/clawbot-bench-none/x{i}*"))
+        .collect();
+    let homes = vec!["~root"; 20_000].join(" ");
+    // The largest libraries here (each under the hashing bound), named as
+    // scripts: what a binding reads. `sh` fails on them at once.
+    let mut libraries: Vec<(u64, String)> = std::fs::read_dir("/usr/lib/x86_64-linux-gnu")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            (m.is_file() && m.len() < 60 << 20).then(|| (m.len(), e.path().display().to_string()))
+        })
+        .collect();
+    libraries.sort();
+    let largest: Vec<String> = libraries
+        .iter()
+        .rev()
+        .take(20)
+        .map(|(_, p)| format!("sh {p}"))
+        .collect();
+    let total: u64 = libraries.iter().rev().take(20).map(|(n, _)| n).sum();
+    let one = libraries.last().map(|(_, p)| p.clone()).unwrap_or_default();
+    let ways: Vec<String> = (0..200)
+        .map(|i| format!("sh {}{}", "./".repeat(i), one.trim_start_matches('/')))
+        .collect();
+    let big = format!("the 20 largest libraries as scripts ({} MiB)", total >> 20);
+    let cases: Vec<(String, Value)> = vec![
+        (
+            "2,000 globs for rm -rf".into(),
+            json!(["/bin/sh", "-c", format!("rm -rf {}", globs.join(" "))]),
+        ),
+        (
+            "20,000 ~root words".into(),
+            json!(["/bin/sh", "-c", format!("ls {homes}")]),
+        ),
+        (big.clone(), json!(["/bin/sh", "-c", largest.join("; ")])),
+        (
+            "one library named 200 ways".into(),
+            json!(["/bin/sh", "-c", format!("cd / && {}", ways.join("; "))]),
+        ),
+        // Last: a build that reads it spins a thread from then on.
+        ("sh /dev/zero".into(), json!(["sh", "/dev/zero"])),
+    ];
+    println!("| case | call | answered in | longest system.which meanwhile |");
+    let (gw, _node) = connected(Config::default(), &["--approval", "deny"]).await;
+    let gw = std::sync::Arc::new(gw);
+    for (name, argv) in &cases {
+        for command in ["system.run.prepare", "run_command (refused)"] {
+            let (took, longest) = held(&gw, command, argv).await;
+            println!("| {name} | {command} | {took} | {longest} |");
+        }
+    }
+    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let gw = std::sync::Arc::new(gw);
+    for (name, argv) in cases
+        .iter()
+        .filter(|(n, _)| *n == big || n.contains("200 ways"))
+    {
+        let (took, longest) = held(&gw, "run_command (run)", argv).await;
+        println!("| {name} | run_command (run) | {took} | {longest} |");
+    }
+}
+
+/// Sends `command` for `argv`: how long its answer took, and the longest
+/// `system.which` round trip meanwhile.
+async fn held(gw: &std::sync::Arc<FakeGateway>, command: &str, argv: &Value) -> (String, String) {
+    use std::time::{Duration, Instant};
+    let command = command.split(' ').next().unwrap_or(command);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pinger = {
+        let (gw, stop) = (gw.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut longest = Duration::ZERO;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                let id = gw.request("system.which", r#"{"bins":["sh"]}"#, 60_000);
+                // The outer bound ends the wait first: `result` panics at its own.
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(30),
+                    gw.result(&id, Duration::from_secs(40)),
+                )
+                .await;
+                longest = longest.max(t.elapsed());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            longest
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let id = gw.request(command, &json!({"command": argv}).to_string(), 60_000);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        gw.result(&id, Duration::from_secs(30)),
+    )
+    .await;
+    let took = match answer {
+        Ok(_) => format!("{:.1} ms", started.elapsed().as_secs_f64() * 1e3),
+        Err(_) => "no answer in 20 s".into(),
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let longest = match tokio::time::timeout(Duration::from_secs(35), pinger).await {
+        Ok(Ok(d)) => format!("{:.1} ms", d.as_secs_f64() * 1e3),
+        _ => "no answer".into(),
+    };
+    (took, longest)
+}
