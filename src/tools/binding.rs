@@ -18,13 +18,20 @@
 //! command's program (found on `PATH` from where it runs), the script an
 //! interpreter or `source` is given (`sh job.sh`, `python3 -u x.py`,
 //! `node --require ./hook.js app.js`), files named as values of options
-//! (`--rcfile F`, `-f prog.awk`), and any executable file a command names
-//! by path. A file that is missing is bound as missing: one that appears
-//! later changes the binding too.
+//! (`--rcfile F`, `--require=F`, `-fprog.awk`), a script an interpreter
+//! reads on its input (`sh < F`, `cat F | sh`), what a glob matches, and
+//! any executable file a command names by path. A file that is missing is
+//! bound as missing: one that appears later changes the binding too.
+//!
+//! A binding's cost is bounded whatever the command line: a file is bound
+//! once however it is named, scripts are hashed up to 64 MiB per call in
+//! all (past that, by identity), and only regular files are read (a
+//! device or a FIFO is never opened for reading its content).
 //!
 //! What remains: the moment between the last check and the kernel opening
 //! the file (microseconds, and only for someone who can already write it),
-//! and what a program loads on its own that its command line does not name.
+//! what a program loads on its own that its command line does not name,
+//! and code a command computes when it runs (`sh -c "$(cat F)"`).
 
 use std::path::{Path, PathBuf};
 

@@ -10,11 +10,15 @@
 //! judged on what runs, not on how it was spelled: `rm -f -r /`, `r''m -rf
 //! //`, `rm -rf "${HOME}"` and `cd / && rm -rf *` are one command.
 //!
-//! It is a reading, not an interpreter: a variable nobody set expands to
-//! nothing (the worst case for `rm -rf "$DIR/"`), a command substitution
-//! to nothing (its own commands are read as well), control flow is read as
-//! if every branch ran, and what a program does with its input is not
-//! seen. It must never run anything, never touch the filesystem (callers
+//! It is a reading, not an interpreter: what the shell computes from what
+//! is known is computed (braces, `IFS` splitting, arrays, `${X%p}` and the
+//! other string operations, positional parameters where a script or a
+//! function is handed them, aliases, `read <<<`, `printf -v`); a variable
+//! nobody set expands to nothing (the worst case for `rm -rf "$DIR/"`), a
+//! command substitution to nothing (its own commands are read as well),
+//! control flow is read as if every branch ran (a function's body where it
+//! stands and at each call), and what a program does with its input is
+//! not seen. It must never run anything, never touch the filesystem (callers
 //! resolve paths), and never panic or loop on any input: every input is
 //! read once, nesting is bounded.
 
