@@ -28,8 +28,9 @@
 //! all (past that, by identity), and only regular files are read (a
 //! device or a FIFO is never opened for reading its content).
 //!
-//! What remains: the moment between the last check and the kernel opening
-//! the file (microseconds, and only for someone who can already write it),
+//! What remains: the moment between the last check and the program or its
+//! interpreter opening the file (milliseconds for a script: the
+//! interpreter starts first; only for someone who can already write it),
 //! what a program loads on its own that its command line does not name,
 //! and code a command computes when it runs (`sh -c "$(cat F)"`).
 

@@ -571,6 +571,41 @@ mod tests {
         }
     }
 
+    /// The last check and the interpreter opening its script are
+    /// milliseconds apart (the spawn, then the interpreter's start-up): a
+    /// script swapped in then runs approved. Here a swap is timed every
+    /// 0.1 ms from 0 to 12 ms after the run begins.
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore = "finding: a script swapped between the last check and the interpreter's open runs (measured: 21-24 of 120 timed swaps, 0.4-6 ms after the run began); fix: hand the interpreter the checked file by descriptor (/dev/fd/N), fexecve the program"]
+    async fn a_script_swapped_after_the_last_check_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        let mut swapped_in = Vec::new();
+        for step in 0..120u64 {
+            let delay = Duration::from_micros(step * 100);
+            std::fs::write(d.join("job.sh"), "echo approved\n").unwrap();
+            std::fs::write(d.join("other"), "echo swapped\n").unwrap();
+            let req = parse_system_run(
+                json!({"command": ["sh", "job.sh"], "cwd": d.to_str().unwrap()}),
+                Path::new("/tmp"),
+                MINUTE,
+            )
+            .unwrap();
+            let (from, to) = (d.join("other"), d.join("job.sh"));
+            let started = std::time::Instant::now();
+            let swap = std::thread::spawn(move || {
+                while started.elapsed() < delay {}
+                std::fs::rename(from, to).unwrap();
+            });
+            let out = req.run(1024, std::future::pending(), None).await;
+            swap.join().unwrap();
+            if out.is_ok_and(|v| v["stdout"] == "swapped\n") {
+                swapped_in.push(step * 100);
+            }
+        }
+        assert!(swapped_in.is_empty(), "swapped in at {swapped_in:?} µs");
+    }
+
     #[test]
     fn the_program_is_resolved_before_approval() {
         let req = parse_system_run(
