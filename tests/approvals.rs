@@ -326,6 +326,59 @@ async fn allow_always_of_a_command_that_runs_a_script_covers_one_run() {
     assert_eq!(payload(&again)["exitCode"], 0, "{again}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_is_honoured_only_for_the_plan_as_prepared_for_its_agent() {
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let argv = json!(["/bin/sh", "-lc", "echo x >> count"]);
+    let plan = prepare(&gw, argv.clone(), Value::Null).await;
+    let refused = |run: &Value| {
+        assert_eq!(run["ok"], false, "{run}");
+    };
+    // A plan this node never prepared, however well formed.
+    let mut forged = plan.clone();
+    forged["argv"] = json!(["/bin/sh", "-lc", "echo y >> count"]);
+    forged["commandText"] = json!("/bin/sh -lc \"echo y >> count\"");
+    refused(&approved(&gw, &forged, Value::Null).await);
+    // Another agent's run of it, or the same plan named for another agent.
+    let mut other = json!({"command": plan["argv"], "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "ops",
+        "sessionKey": "agent:main:s", "approved": true, "approvalDecision": "allow-once"});
+    refused(&gw.invoke("system.run", other.clone()).await);
+    other["systemRunPlan"]["agentId"] = json!("ops");
+    refused(&gw.invoke("system.run", other).await);
+    // Spellings that would be the same elsewhere: a trailing slash, a blank.
+    let mut slashed = json!({"command": plan["argv"], "systemRunPlan": plan, "agentId": "main",
+        "sessionKey": "agent:main:s", "approved": true, "approvalDecision": "allow-once"});
+    slashed["cwd"] = json!(format!("{}/", plan["cwd"].as_str().unwrap()));
+    slashed["systemRunPlan"]["cwd"] = slashed["cwd"].clone();
+    refused(&gw.invoke("system.run", slashed).await);
+    let mut blank = plan.clone();
+    blank["argv"][2] = json!("echo x >> count ");
+    refused(&approved(&gw, &blank, Value::Null).await);
+    // Prepared twice alike: the approval runs once, for both.
+    let _again = prepare(&gw, argv.clone(), Value::Null).await;
+    assert_eq!(
+        payload(&approved(&gw, &plan, Value::Null).await)["exitCode"],
+        0
+    );
+    refused(&approved(&gw, &plan, Value::Null).await);
+    // A flood of other plans pushes this one out of memory: its approval
+    // does not come back to life.
+    for batch in 0..22 {
+        let ids: Vec<String> = (0..50)
+            .map(|i| {
+                let params = json!({"command": ["echo", format!("{batch}-{i}")]}).to_string();
+                gw.request("system.run.prepare", &params, 60_000)
+            })
+            .collect();
+        for id in ids {
+            gw.result(&id, LONG).await;
+        }
+    }
+    refused(&approved(&gw, &plan, Value::Null).await);
+    let count = std::fs::read_to_string(node.ws().join("count")).unwrap();
+    assert_eq!(count, "x\n");
+}
+
 /// BENCHMARKS.md item 10, figures and no assertion: how long hostile
 /// command lines hold the node — each sent as `system.run.prepare` (no
 /// approval needed) and as `run_command` (refused: `--approval deny`; and,
