@@ -367,6 +367,7 @@ pub fn forbids(argv: &[String], cwd: &Path) -> bool {
         }),
         agent: None,
         upstream: false,
+        one_shot: false,
     };
     // `--approval allow` and an empty document: only a forbidden rule
     // closes the door.

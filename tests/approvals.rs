@@ -28,8 +28,13 @@ async fn prepare(gw: &FakeGateway, argv: Value, env: Value) -> Value {
 /// `system.run` re-sent with an operator's `allow-once` for `plan`, with
 /// the variables `env`.
 async fn approved(gw: &FakeGateway, plan: &Value, env: Value) -> Value {
+    decided(gw, plan, env, "allow-once").await
+}
+
+/// `system.run` re-sent with an operator's `decision` for `plan`.
+async fn decided(gw: &FakeGateway, plan: &Value, env: Value, decision: &str) -> Value {
     let mut params = json!({"command": plan["argv"], "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "main",
-        "sessionKey": "agent:main:s", "runId": "approval", "approved": true, "approvalDecision": "allow-once"});
+        "sessionKey": "agent:main:s", "runId": "approval", "approved": true, "approvalDecision": decision});
     if !env.is_null() {
         params["env"] = env;
     }
@@ -286,4 +291,213 @@ async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
         payload(&run)["stdout"].as_str().unwrap(),
         format!("ran {}/rm -rf build\n", bin.path().display())
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_always_of_a_command_that_runs_a_script_covers_one_run() {
+    // OpenClaw offers no allow-always for a plan with a mutable script
+    // operand (it would cover whatever the file holds later): an
+    // allow-always that comes anyway is spent as allow-once.
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let ws = node.ws();
+    std::fs::write(ws.join("job.sh"), "echo approved\n").unwrap();
+    let plan = prepare(&gw, json!(["sh", "job.sh"]), Value::Null).await;
+    let run = decided(&gw, &plan, Value::Null, "allow-always").await;
+    assert_eq!(payload(&run)["stdout"], "approved\n", "{run}");
+    std::fs::write(ws.join("job.sh"), "touch pwned\n").unwrap();
+    let again = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["sh", "job.sh"], "agentId": "main", "sessionKey": "agent:main:s"}),
+        )
+        .await;
+    assert_eq!(error_code(&again), "SYSTEM_RUN_DENIED", "{again}");
+    assert!(!ws.join("pwned").exists(), "the rewritten script ran");
+    // A program that runs no script file is remembered as before.
+    let plan = prepare(&gw, json!(["uname", "-s"]), Value::Null).await;
+    let run = decided(&gw, &plan, Value::Null, "allow-always").await;
+    assert_eq!(payload(&run)["exitCode"], 0, "{run}");
+    let again = gw
+        .invoke(
+            "system.run",
+            json!({"command": ["uname", "-s"], "agentId": "main", "sessionKey": "agent:main:s"}),
+        )
+        .await;
+    assert_eq!(payload(&again)["exitCode"], 0, "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_is_honoured_only_for_the_plan_as_prepared_for_its_agent() {
+    let (gw, node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    let argv = json!(["/bin/sh", "-lc", "echo x >> count"]);
+    let plan = prepare(&gw, argv.clone(), Value::Null).await;
+    let refused = |run: &Value| {
+        assert_eq!(run["ok"], false, "{run}");
+    };
+    // A plan this node never prepared, however well formed.
+    let mut forged = plan.clone();
+    forged["argv"] = json!(["/bin/sh", "-lc", "echo y >> count"]);
+    forged["commandText"] = json!("/bin/sh -lc \"echo y >> count\"");
+    refused(&approved(&gw, &forged, Value::Null).await);
+    // Another agent's run of it, or the same plan named for another agent.
+    let mut other = json!({"command": plan["argv"], "systemRunPlan": plan, "cwd": plan["cwd"], "agentId": "ops",
+        "sessionKey": "agent:main:s", "approved": true, "approvalDecision": "allow-once"});
+    refused(&gw.invoke("system.run", other.clone()).await);
+    other["systemRunPlan"]["agentId"] = json!("ops");
+    refused(&gw.invoke("system.run", other).await);
+    // Spellings that would be the same elsewhere: a trailing slash, a blank.
+    let mut slashed = json!({"command": plan["argv"], "systemRunPlan": plan, "agentId": "main",
+        "sessionKey": "agent:main:s", "approved": true, "approvalDecision": "allow-once"});
+    slashed["cwd"] = json!(format!("{}/", plan["cwd"].as_str().unwrap()));
+    slashed["systemRunPlan"]["cwd"] = slashed["cwd"].clone();
+    refused(&gw.invoke("system.run", slashed).await);
+    let mut blank = plan.clone();
+    blank["argv"][2] = json!("echo x >> count ");
+    refused(&approved(&gw, &blank, Value::Null).await);
+    // Prepared twice alike: the approval runs once, for both.
+    let _again = prepare(&gw, argv.clone(), Value::Null).await;
+    assert_eq!(
+        payload(&approved(&gw, &plan, Value::Null).await)["exitCode"],
+        0
+    );
+    refused(&approved(&gw, &plan, Value::Null).await);
+    // A flood of other plans pushes this one out of memory: its approval
+    // does not come back to life.
+    for batch in 0..22 {
+        let ids: Vec<String> = (0..50)
+            .map(|i| {
+                let params = json!({"command": ["echo", format!("{batch}-{i}")]}).to_string();
+                gw.request("system.run.prepare", &params, 60_000)
+            })
+            .collect();
+        for id in ids {
+            gw.result(&id, LONG).await;
+        }
+    }
+    refused(&approved(&gw, &plan, Value::Null).await);
+    let count = std::fs::read_to_string(node.ws().join("count")).unwrap();
+    assert_eq!(count, "x\n");
+}
+
+/// BENCHMARKS.md item 12, figures and no assertion: how long hostile
+/// command lines hold the node — each sent as `system.run.prepare` (no
+/// approval needed) and as `run_command` (refused: `--approval deny`; and,
+/// for the libraries, run: `--approval allow`), while `system.which` is
+/// asked every 10 ms beside it: the longest `system.which` round trip is
+/// how long the node's one thread was held.
+///
+/// `CLAWBOT_BENCH_ROUTER=target/release/clawbot_router cargo test --test
+/// approvals -- --ignored --nocapture bench_` (an older build the same
+/// way, for before).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: prints figures"]
+async fn bench_hostile_command_lines_hold_the_node() {
+    let globs: Vec<String> = (0..2_000)
+        .map(|i| format!("/tmp/clawbot-bench-none/x{i}*"))
+        .collect();
+    let homes = vec!["~root"; 20_000].join(" ");
+    // The largest libraries here (each under the hashing bound), named as
+    // scripts: what a binding reads. `sh` fails on them at once.
+    let mut libraries: Vec<(u64, String)> = std::fs::read_dir("/usr/lib/x86_64-linux-gnu")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            (m.is_file() && m.len() < 60 << 20).then(|| (m.len(), e.path().display().to_string()))
+        })
+        .collect();
+    libraries.sort();
+    let largest: Vec<String> = libraries
+        .iter()
+        .rev()
+        .take(20)
+        .map(|(_, p)| format!("sh {p}"))
+        .collect();
+    let total: u64 = libraries.iter().rev().take(20).map(|(n, _)| n).sum();
+    let one = libraries.last().map(|(_, p)| p.clone()).unwrap_or_default();
+    let ways: Vec<String> = (0..200)
+        .map(|i| format!("sh {}{}", "./".repeat(i), one.trim_start_matches('/')))
+        .collect();
+    let big = format!("the 20 largest libraries as scripts ({} MiB)", total >> 20);
+    let cases: Vec<(String, Value)> = vec![
+        (
+            "2,000 globs for rm -rf".into(),
+            json!(["/bin/sh", "-c", format!("rm -rf {}", globs.join(" "))]),
+        ),
+        (
+            "20,000 ~root words".into(),
+            json!(["/bin/sh", "-c", format!("ls {homes}")]),
+        ),
+        (big.clone(), json!(["/bin/sh", "-c", largest.join("; ")])),
+        (
+            "one library named 200 ways".into(),
+            json!(["/bin/sh", "-c", format!("cd / && {}", ways.join("; "))]),
+        ),
+        // Last: a build that reads it spins a thread from then on.
+        ("sh /dev/zero".into(), json!(["sh", "/dev/zero"])),
+    ];
+    println!("| case | call | answered in | longest system.which meanwhile |");
+    let (gw, _node) = connected(Config::default(), &["--approval", "deny"]).await;
+    let gw = std::sync::Arc::new(gw);
+    for (name, argv) in &cases {
+        for command in ["system.run.prepare", "run_command (refused)"] {
+            let (took, longest) = held(&gw, command, argv).await;
+            println!("| {name} | {command} | {took} | {longest} |");
+        }
+    }
+    let (gw, _node) = connected(Config::default(), &["--approval", "allow"]).await;
+    let gw = std::sync::Arc::new(gw);
+    for (name, argv) in cases
+        .iter()
+        .filter(|(n, _)| *n == big || n.contains("200 ways"))
+    {
+        let (took, longest) = held(&gw, "run_command (run)", argv).await;
+        println!("| {name} | run_command (run) | {took} | {longest} |");
+    }
+}
+
+/// Sends `command` for `argv`: how long its answer took, and the longest
+/// `system.which` round trip meanwhile.
+async fn held(gw: &std::sync::Arc<FakeGateway>, command: &str, argv: &Value) -> (String, String) {
+    use std::time::{Duration, Instant};
+    let command = command.split(' ').next().unwrap_or(command);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pinger = {
+        let (gw, stop) = (gw.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut longest = Duration::ZERO;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                let id = gw.request("system.which", r#"{"bins":["sh"]}"#, 60_000);
+                // The outer bound ends the wait first: `result` panics at its own.
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(30),
+                    gw.result(&id, Duration::from_secs(40)),
+                )
+                .await;
+                longest = longest.max(t.elapsed());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            longest
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let id = gw.request(command, &json!({"command": argv}).to_string(), 60_000);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        gw.result(&id, Duration::from_secs(30)),
+    )
+    .await;
+    let took = match answer {
+        Ok(_) => format!("{:.1} ms", started.elapsed().as_secs_f64() * 1e3),
+        Err(_) => "no answer in 20 s".into(),
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let longest = match tokio::time::timeout(Duration::from_secs(35), pinger).await {
+        Ok(Ok(d)) => format!("{:.1} ms", d.as_secs_f64() * 1e3),
+        _ => "no answer".into(),
+    };
+    (took, longest)
 }

@@ -18,13 +18,21 @@
 //! command's program (found on `PATH` from where it runs), the script an
 //! interpreter or `source` is given (`sh job.sh`, `python3 -u x.py`,
 //! `node --require ./hook.js app.js`), files named as values of options
-//! (`--rcfile F`, `-f prog.awk`), and any executable file a command names
-//! by path. A file that is missing is bound as missing: one that appears
-//! later changes the binding too.
+//! (`--rcfile F`, `--require=F`, `-fprog.awk`), a script an interpreter
+//! reads on its input (`sh < F`, `cat F | sh`), what a glob matches, and
+//! any executable file a command names by path. A file that is missing is
+//! bound as missing: one that appears later changes the binding too.
 //!
-//! What remains: the moment between the last check and the kernel opening
-//! the file (microseconds, and only for someone who can already write it),
-//! and what a program loads on its own that its command line does not name.
+//! A binding's cost is bounded whatever the command line: a file is bound
+//! once however it is named, scripts are hashed up to 64 MiB per call in
+//! all (past that, by identity), and only regular files are read (a
+//! device or a FIFO is never opened for reading its content).
+//!
+//! What remains: the moment between the last check and the program or its
+//! interpreter opening the file (milliseconds for a script: the
+//! interpreter starts first; only for someone who can already write it),
+//! what a program loads on its own that its command line does not name,
+//! and code a command computes when it runs (`sh -c "$(cat F)"`).
 
 use std::path::{Path, PathBuf};
 
@@ -33,8 +41,12 @@ use super::cmdline::{self, Command, base};
 use super::environment;
 use super::policy::Exec;
 
-/// Scripts larger than this are bound by their file only, not their hash.
+/// Bytes of scripts one binding hashes, in all: past it, a script is
+/// bound by its file only (a change still changes its identity). Hashing
+/// is the one part of a binding whose cost a command line could choose.
 const HASH_AT_MOST: u64 = 64 << 20;
+/// Entries of a directory a glob is matched against at most.
+const GLOB_LISTS_AT_MOST: usize = 1_000;
 /// Files bound per call at most (a command line naming thousands of
 /// executables binds the first ones).
 const MAX_FILES: usize = 256;
@@ -52,6 +64,9 @@ pub struct Binding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Identity {
     path: PathBuf,
+    /// A regular file (only those are read: a device or a FIFO named as a
+    /// script could be read forever, or block).
+    regular: bool,
     dev: u64,
     ino: u64,
     size: u64,
@@ -66,6 +81,8 @@ struct Bound {
     word: String,
     /// `None`: it did not exist (or could not be found on `PATH`).
     file: Option<Identity>,
+    /// It is code an interpreter reads (a script), not only a program.
+    script: bool,
     /// A script's content, as OpenClaw binds it.
     sha256: Option<String>,
 }
@@ -115,19 +132,47 @@ impl Binding {
     pub fn of(exec: &Exec, requested: &[(String, String)]) -> Self {
         let reading = super::forbidden::read(exec);
         let mut files: Vec<Bound> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for command in &reading.commands {
-            for (word, script) in runs(command) {
-                if files.len() >= MAX_FILES || !seen.insert((word.clone(), command.cwd.clone())) {
-                    continue;
+        // One entry per file however it is named (`a.sh`, `./a.sh`, …).
+        let mut seen: std::collections::HashMap<PathBuf, usize> = Default::default();
+        let mut unfound = std::collections::HashSet::new();
+        let mut hashing = HASH_AT_MOST;
+        for (word, script, command) in reading.commands.iter().flat_map(|c| {
+            named(c, &reading.commands)
+                .into_iter()
+                .map(move |(w, s)| (w, s, c))
+        }) {
+            if files.len() >= MAX_FILES {
+                break;
+            }
+            let file = locate(&word, command).as_deref().and_then(identity);
+            let at = match &file {
+                Some(id) => seen.get(&id.path).copied(),
+                None if !unfound.insert((word.clone(), command.cwd.clone())) => continue,
+                None => None,
+            };
+            let at = match at {
+                Some(at) => at,
+                None => {
+                    if let Some(id) = &file {
+                        seen.insert(id.path.clone(), files.len());
+                    }
+                    files.push(Bound {
+                        word,
+                        file,
+                        script: false,
+                        sha256: None,
+                    });
+                    files.len() - 1
                 }
-                let path = locate(&word, command);
-                let file = path.as_deref().and_then(identity);
-                let sha256 = match (&file, script) {
-                    (Some(id), true) if id.size <= HASH_AT_MOST => hash(&id.path),
-                    _ => None,
-                };
-                files.push(Bound { word, file, sha256 });
+            };
+            let bound = &mut files[at];
+            bound.script |= script;
+            if let (true, None, Some(id)) = (script, &bound.sha256, &bound.file)
+                && id.regular
+                && id.size <= hashing
+            {
+                hashing -= id.size;
+                bound.sha256 = hash(id);
             }
         }
         let mut env_keys: Vec<String> = requested.iter().map(|(k, _)| k.clone()).collect();
@@ -177,6 +222,13 @@ impl Binding {
         }
     }
 
+    /// Whether the command runs code from a file an interpreter reads (a
+    /// script): an approval of it covers the file as it is now, which a
+    /// standing allowlist entry (a program and its arguments) cannot.
+    pub fn runs_a_script(&self) -> bool {
+        self.files.iter().any(|f| f.script)
+    }
+
     /// A short fingerprint of the files and the directory (what "allow
     /// always" remembers besides the command line and its variables).
     pub fn digest(&self) -> String {
@@ -202,24 +254,126 @@ impl Binding {
     }
 }
 
-/// The words of `command` that name a file it runs, and whether each is a
-/// script (read by an interpreter: its content is bound too).
-fn runs(command: &Command) -> Vec<(String, bool)> {
-    let words: Vec<&str> = command.words.iter().map(|w| w.text.as_str()).collect();
-    let Some((program, args)) = words.split_first() else {
+/// The files `command` runs, each with whether it is code read by an
+/// interpreter (its content is bound too): its program, the script an
+/// interpreter or `source` is given — as an operand, an option's value
+/// (`--rcfile F`, `--require=F`, `-fF`), on its input (`sh < F`), or
+/// printed into it by the command before it in a pipeline (`cat F | sh`)
+/// — and any executable file it names by path. A glob is bound as what it
+/// matches now.
+fn named(command: &Command, all: &[Command]) -> Vec<(String, bool)> {
+    let own = runs(command);
+    let mut out = own.files;
+    let program = command.words.first().map_or("", |w| base(&w.text));
+    if own.stdin_code || program == "exec" {
+        out.extend(command.inputs.iter().map(|w| (w.text.clone(), true)));
+    }
+    if command
+        .feeds
+        .and_then(|at| all.get(at))
+        .is_some_and(|fed| runs(fed).stdin_code)
+    {
+        out.extend(
+            command
+                .words
+                .iter()
+                .skip(1)
+                .filter(|w| !w.text.starts_with('-'))
+                .map(|w| (w.text.clone(), true)),
+        );
+    }
+    // A glob names what it matches (or, matching nothing, itself).
+    let globs: Vec<&str> = command
+        .words
+        .iter()
+        .chain(&command.inputs)
+        .filter(|w| w.glob)
+        .map(|w| w.text.as_str())
+        .collect();
+    out.into_iter()
+        .flat_map(|(word, script)| {
+            let matches = if globs.contains(&word.as_str()) {
+                glob_matches(&word, &command.cwd)
+            } else {
+                Vec::new()
+            };
+            if matches.is_empty() {
+                vec![(word, script)]
+            } else {
+                matches.into_iter().map(|m| (m, script)).collect()
+            }
+        })
+        .collect()
+}
+
+/// What a glob word matches in `cwd` now, when only its last component
+/// is a pattern (a deeper pattern is bound as the word it is).
+fn glob_matches(word: &str, cwd: &Path) -> Vec<String> {
+    let path = cwd.join(word);
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Vec::new();
     };
+    if parent.to_string_lossy().contains(['*', '?', '[']) {
+        return Vec::new();
+    }
+    let Ok(matcher) = globset::GlobBuilder::new(&name.to_string_lossy())
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+    else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .take(GLOB_LISTS_AT_MOST)
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|n| {
+            !n.to_string_lossy().starts_with('.') || name.to_string_lossy().starts_with('.')
+        })
+        .filter(|n| matcher.is_match(n))
+        .map(|n| parent.join(n).to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// What a command's own words say it runs.
+struct Runs {
+    files: Vec<(String, bool)>,
+    /// It is an interpreter given no script: it reads its code from its
+    /// input (`sh`, `bash -s`, `python3 -`).
+    stdin_code: bool,
+}
+
+fn runs(command: &Command) -> Runs {
+    let words: Vec<&str> = command.words.iter().map(|w| w.text.as_str()).collect();
+    let Some((program, args)) = words.split_first() else {
+        return Runs {
+            files: Vec::new(),
+            stdin_code: false,
+        };
+    };
     let mut out = vec![(program.to_string(), false)];
+    let mut stdin_code = false;
     let name = base(program);
     if matches!(name, "." | "source") {
         out.extend(args.first().map(|s| (s.to_string(), true)));
-        return out;
+        return Runs {
+            files: out,
+            stdin_code,
+        };
     }
     if let Some(rules) = interpreter(name) {
+        stdin_code = rules.from_stdin;
         let mut i = 0;
         while i < args.len() {
             let arg = args[i];
             if arg == "--" {
+                stdin_code = rules.from_stdin && args.get(i + 1).is_none();
                 out.extend(args.get(i + 1).map(|s| (s.to_string(), true)));
                 break;
             }
@@ -229,7 +383,10 @@ fn runs(command: &Command) -> Vec<(String, bool)> {
                     .iter()
                     .any(|f| f.len() == 2 && arg.starts_with(f) && !arg.starts_with("--"))
             {
-                break; // the code is on the command line: no script file
+                // The code is on the command line (`-c`, `-e`), or on the
+                // input (`-`, `-s`).
+                stdin_code = rules.from_stdin && matches!(arg, "-" | "-s");
+                break;
             }
             if rules.valued.contains(&arg) {
                 // An option's value may be a file it loads (`--rcfile F`).
@@ -237,11 +394,34 @@ fn runs(command: &Command) -> Vec<(String, bool)> {
                 i += 2;
                 continue;
             }
+            // ... given in the same word: `--require=F`, `-fF`, `-r./F`.
+            let attached = arg
+                .split_once('=')
+                .filter(|(o, _)| o.starts_with("--") && rules.valued.contains(o))
+                .map(|(_, v)| v)
+                .or_else(|| {
+                    rules
+                        .valued
+                        .iter()
+                        .find(|o| {
+                            o.len() == 2
+                                && arg.len() > 2
+                                && arg.starts_with(**o)
+                                && !arg.starts_with("--")
+                        })
+                        .map(|o| &arg[o.len()..])
+                });
+            if let Some(value) = attached {
+                out.push((value.to_owned(), true));
+                i += 1;
+                continue;
+            }
             if arg.starts_with('-') || (arg.starts_with('+') && cmdline::is_shell(name)) {
                 i += 1;
                 continue;
             }
             out.push((arg.to_string(), true));
+            stdin_code = false;
             break;
         }
     }
@@ -254,7 +434,10 @@ fn runs(command: &Command) -> Vec<(String, bool)> {
             out.push((arg.to_string(), false));
         }
     }
-    out
+    Runs {
+        files: out,
+        stdin_code,
+    }
 }
 
 /// How an interpreter takes its script.
@@ -263,10 +446,18 @@ struct Rules {
     valued: &'static [&'static str],
     /// Options that give the code itself: then there is no script file.
     inline: &'static [&'static str],
+    /// Given no script, it reads its code from its input.
+    from_stdin: bool,
 }
 
 fn interpreter(name: &str) -> Option<Rules> {
-    let rules = |valued, inline| Some(Rules { valued, inline });
+    let rules = |valued, inline| {
+        Some(Rules {
+            valued,
+            inline,
+            from_stdin: true,
+        })
+    };
     let name = name.strip_suffix(".exe").unwrap_or(name);
     if cmdline::is_shell(name) || matches!(name, "fish" | "csh" | "tcsh") {
         // `-c` (alone or in a cluster) is handled by the command line reader.
@@ -308,7 +499,12 @@ fn interpreter(name: &str) -> Option<Rules> {
             ],
             &["-e", "--eval", "-"],
         ),
-        "awk" | "gawk" | "mawk" | "nawk" => rules(&["-f", "--file", "-v", "-F", "-i"], &[]),
+        // Its program is an operand or `-f FILE`; its input is data.
+        "awk" | "gawk" | "mawk" | "nawk" => Some(Rules {
+            valued: &["-f", "--file", "-v", "-F", "-i"],
+            inline: &[],
+            from_stdin: false,
+        }),
         _ => None,
     }
 }
@@ -341,6 +537,7 @@ fn identity(path: &Path) -> Option<Identity> {
         times(&meta)
     };
     Some(Identity {
+        regular: meta.is_file(),
         dev: dev(&meta),
         ino: ino(&meta),
         size: if meta.is_dir() { 0 } else { meta.len() },
@@ -350,10 +547,25 @@ fn identity(path: &Path) -> Option<Identity> {
     })
 }
 
-fn hash(path: &Path) -> Option<String> {
+/// A regular file's SHA-256, read through a descriptor that is checked to
+/// be that very file (opened without blocking, so a FIFO swapped in after
+/// the look cannot hold the thread), `size` bytes at most.
+fn hash(id: &Identity) -> Option<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_NOCTTY,
+    );
+    let file = options.open(&id.path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || dev(&meta) != id.dev || ino(&meta) != id.ino {
+        return None;
+    }
+    let mut file = file.take(id.size);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
     loop {
@@ -579,5 +791,138 @@ mod tests {
             operand["sha256"],
             "e2a825567edf6017316f13512b35ebd795459451065f11edc7ded05f6bc8a90f"
         );
+    }
+
+    /// Binds `argv` in `dir`, rewrites `file` there in place (same inode,
+    /// same size) and says whether the binding noticed.
+    fn notices_a_rewrite(argv: &[&str], dir: &Path, file: &str) -> bool {
+        let path = dir.join(file);
+        std::fs::write(&path, "echo approved\n").unwrap();
+        let approved = binding(argv, dir, &[]);
+        std::fs::write(&path, "echo changed\n").unwrap();
+        let noticed = approved.check(&binding(argv, dir, &[])).is_err();
+        std::fs::write(&path, "echo approved\n").unwrap();
+        noticed
+    }
+
+    #[test]
+    fn a_script_named_by_an_options_attached_value_is_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["app.js", "x.rb", "input"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        for (argv, file) in [
+            (&["node", "--require=./hook.js", "app.js"][..], "hook.js"),
+            (&["node", "--import=./hook.mjs", "app.js"], "hook.mjs"),
+            (&["ruby", "-r./hook.rb", "x.rb"], "hook.rb"),
+            (&["awk", "-fprog.awk", "input"], "prog.awk"),
+            (&["awk", "--file=prog.awk", "input"], "prog.awk"),
+        ] {
+            assert!(
+                notices_a_rewrite(argv, dir.path(), file),
+                "{argv:?}: {file} rewritten unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn a_script_fed_on_standard_input_is_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        for script in [
+            "sh < job.sh",
+            "bash -s < job.sh",
+            "python3 - < job.sh",
+            "cat job.sh | sh",
+            "cat ./job.sh | bash -s -- arg",
+            "exec 3<job.sh; sh /dev/fd/3",
+        ] {
+            assert!(
+                notices_a_rewrite(&["sh", "-c", script], dir.path(), "job.sh"),
+                "{script}: job.sh rewritten unnoticed"
+            );
+        }
+        // Data a script reads is not its code.
+        std::fs::write(dir.path().join("x.py"), "print(1)\n").unwrap();
+        for script in ["cat job.sh | python3 x.py", "python3 x.py < job.sh"] {
+            assert!(
+                !notices_a_rewrite(&["sh", "-c", script], dir.path(), "job.sh"),
+                "{script}: data bound as code"
+            );
+        }
+    }
+
+    #[test]
+    fn a_script_named_by_a_glob_braces_or_a_function_argument_is_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        for script in [
+            "sh j*.sh",
+            "sh job.s?",
+            "sh ./[j]ob.sh",
+            "sh {job,none}.sh",
+            "f(){ sh \"$1\"; }; f job.sh",
+        ] {
+            assert!(
+                notices_a_rewrite(&["sh", "-c", script], dir.path(), "job.sh"),
+                "{script}: job.sh rewritten unnoticed"
+            );
+        }
+    }
+
+    /// Runs `work` on a thread and waits for it, at most a minute: what a
+    /// binding reads must end (a device or a FIFO never does).
+    fn ends<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(work());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("binding a command line never ended")
+    }
+
+    #[test]
+    fn devices_and_fifos_named_as_scripts_are_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("job.sh");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for script in ["/dev/zero", "/dev/urandom", "job.sh"] {
+            let cwd = dir.path().to_path_buf();
+            let bound = ends(move || binding(&["sh", script], &cwd, &[]));
+            assert!(
+                bound.files.iter().all(|f| f.sha256.is_none()),
+                "{script}: {bound:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_file_named_many_ways_is_bound_and_hashed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.sh"), "echo a\n").unwrap();
+        let script = "sh a.sh; sh ./a.sh; sh .//a.sh; sh ././a.sh; sh $PWD/a.sh";
+        let bound = binding(&["sh", "-c", script], dir.path(), &[]);
+        let hashed = bound.files.iter().filter(|f| f.sha256.is_some()).count();
+        assert_eq!(hashed, 1, "{bound:?}");
+    }
+
+    #[test]
+    fn a_binding_hashes_a_bounded_amount_in_all() {
+        // Three sparse 40 MiB scripts: hashing them all would read 120
+        // MiB for one call; past the bound, a file is bound by identity.
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.sh", "b.sh", "c.sh"] {
+            let file = std::fs::File::create(dir.path().join(name)).unwrap();
+            file.set_len(40 << 20).unwrap();
+        }
+        let argv = ["sh", "-c", "sh a.sh; sh b.sh; sh c.sh"];
+        let bound = binding(&argv, dir.path(), &[]);
+        let hashed = bound.files.iter().filter(|f| f.sha256.is_some()).count();
+        assert_eq!(hashed, 1, "{bound:?}");
+        // What is bound by identity only still notices a change.
+        std::fs::write(dir.path().join("c.sh"), "echo changed\n").unwrap();
+        assert!(matches!(
+            bound.check(&binding(&argv, dir.path(), &[])),
+            Err(Drift::File { .. })
+        ));
     }
 }

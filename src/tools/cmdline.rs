@@ -10,16 +10,21 @@
 //! judged on what runs, not on how it was spelled: `rm -f -r /`, `r''m -rf
 //! //`, `rm -rf "${HOME}"` and `cd / && rm -rf *` are one command.
 //!
-//! It is a reading, not an interpreter: a variable nobody set expands to
-//! nothing (the worst case for `rm -rf "$DIR/"`), a command substitution
-//! to nothing (its own commands are read as well), control flow is read as
-//! if every branch ran, and what a program does with its input is not
-//! seen. It must never run anything, never touch the filesystem (callers
+//! It is a reading, not an interpreter: what the shell computes from what
+//! is known is computed (braces, `IFS` splitting, arrays, `${X%p}` and the
+//! other string operations, positional parameters where a script or a
+//! function is handed them, aliases, `read <<<`, `printf -v`); a variable
+//! nobody set expands to nothing (the worst case for `rm -rf "$DIR/"`), a
+//! command substitution to nothing (its own commands are read as well),
+//! control flow is read as if every branch ran (a function's body where it
+//! stands and at each call), and what a program does with its input is
+//! not seen. It must never run anything, never touch the filesystem (callers
 //! resolve paths), and never panic or loop on any input: every input is
 //! read once, nesting is bounded.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 /// How deep scripts may nest (`sh -c "sh -c '…'"`, `$( $( … ) )`) before
 /// the rest is read as plain words.
@@ -29,6 +34,9 @@ const MAX_DEPTH: usize = 8;
 /// one cannot hold the node's thread. A reading that runs out is
 /// `incomplete`, and its judges refuse it.
 const BUDGET: usize = 50_000;
+/// Words one brace expansion makes at most (`{a,b}{c,d}…`); more, and
+/// the reading is incomplete.
+const MAX_BRACES: usize = 1024;
 
 /// One simple command, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +47,11 @@ pub struct Command {
     pub cwd: PathBuf,
     /// Redirection targets (`> FILE`, `2>>FILE`, `<FILE`).
     pub redirects: Vec<Word>,
+    /// Of those, the ones it reads (`< FILE`, `3<FILE`, `<> FILE`).
+    pub inputs: Vec<Word>,
+    /// The command whose input this one's output is (`cat x | sh`): its
+    /// index in [`Reading::commands`].
+    pub feeds: Option<usize>,
     /// The `PATH` it runs with (the call's, or one an assignment in front
     /// of it, an `env` wrapper or the script set).
     pub path: Option<String>,
@@ -82,17 +95,10 @@ impl Reading {
 /// Reads `argv` (a program and its arguments, no shell between) run in
 /// `cwd` with the variables `vars` (what its environment holds).
 pub fn read(argv: &[String], cwd: &Path, vars: HashMap<String, String>) -> Reading {
-    let mut reader = Reader {
-        out: Vec::new(),
-        home: vars.get("HOME").cloned().unwrap_or_default(),
-        budget: BUDGET,
-    };
+    let mut reader = Reader::new(&vars);
     let words = argv.iter().map(|a| Word::plain(a)).collect();
-    let mut state = State {
-        cwd: lexical(cwd),
-        vars,
-    };
-    reader.command_with(words, Vec::new(), &mut state, 0);
+    let mut state = State::new(cwd, vars);
+    reader.command_with(words, Redirects::default(), &mut state, 0);
     Reading {
         incomplete: reader.budget == 0,
         commands: reader.out,
@@ -102,15 +108,8 @@ pub fn read(argv: &[String], cwd: &Path, vars: HashMap<String, String>) -> Readi
 /// Reads a shell script as `sh -c SCRIPT` would run it.
 #[cfg(test)]
 pub fn read_script(script: &str, cwd: &Path, vars: HashMap<String, String>) -> Reading {
-    let mut reader = Reader {
-        out: Vec::new(),
-        home: vars.get("HOME").cloned().unwrap_or_default(),
-        budget: BUDGET,
-    };
-    let mut state = State {
-        cwd: lexical(cwd),
-        vars,
-    };
+    let mut reader = Reader::new(&vars);
+    let mut state = State::new(cwd, vars);
     reader.script(script, &mut state, 0);
     Reading {
         incomplete: reader.budget == 0,
@@ -154,9 +153,58 @@ pub fn lexical(path: &Path) -> PathBuf {
 }
 
 /// Where a command line is, as it is read.
+#[derive(Clone)]
 struct State {
     cwd: PathBuf,
     vars: HashMap<String, String>,
+    /// Arrays (`a=(x y)`): all their elements, as any subscript may pick
+    /// any of them.
+    arrays: HashMap<String, Vec<String>>,
+    /// `$0`, `$1`, …: known where a script is handed them (`sh -c SCRIPT
+    /// NAME ARGS…`, a function's call); unknown (empty) elsewhere.
+    args: Option<Vec<String>>,
+    /// Functions defined so far, by name: their bodies, read again at
+    /// each call with its arguments.
+    functions: HashMap<String, Rc<[Token]>>,
+    /// Aliases defined so far (expanded whether or not the shell would:
+    /// dash does, bash with `expand_aliases`).
+    aliases: HashMap<String, String>,
+}
+
+impl State {
+    fn new(cwd: &Path, vars: HashMap<String, String>) -> Self {
+        Self {
+            cwd: lexical(cwd),
+            vars,
+            arrays: HashMap::new(),
+            args: None,
+            functions: HashMap::new(),
+            aliases: HashMap::new(),
+        }
+    }
+
+    /// What a new shell or program started from here has: the variables
+    /// and the directory, none of the shell's functions, aliases or
+    /// arguments.
+    fn child(&self) -> Self {
+        Self::new(&self.cwd, self.vars.clone())
+    }
+
+    /// What copying this state costs, in budget steps.
+    fn weight(&self) -> usize {
+        self.vars.len()
+            + self.arrays.values().map(Vec::len).sum::<usize>()
+            + self.args.as_ref().map_or(0, Vec::len)
+            + self.functions.len()
+            + self.aliases.len()
+    }
+}
+
+/// A command's redirections: every target, and which of them it reads.
+#[derive(Default)]
+struct Redirects {
+    all: Vec<Word>,
+    inputs: Vec<Word>,
 }
 
 struct Reader {
@@ -164,6 +212,11 @@ struct Reader {
     home: String,
     /// Steps left (see [`BUDGET`]).
     budget: usize,
+    /// Functions and aliases being expanded now (one does not expand
+    /// itself again: a recursive function is read once).
+    calling: Vec<String>,
+    /// `~user` homes looked up so far.
+    homes: HashMap<String, Option<String>>,
 }
 
 /// A word before expansion: its pieces, each quoted or not.
@@ -176,12 +229,14 @@ struct Raw {
 enum Part {
     /// Text; `quoted` text is never split or globbed.
     Text { text: String, quoted: bool },
-    /// `$NAME`, `${NAME}`, `${NAME:-default}`, …
+    /// `$NAME`, `${NAME}`, `${NAME:-default}`, `${NAME[i]}`, …
     Var {
         name: String,
         quoted: bool,
-        /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set).
-        default: Option<(char, bool, Raw)>,
+        /// `${NAME[…]}`: an element of an array (any of them).
+        subscript: bool,
+        /// What is done to the value (`${X:-d}`, `${X%.*}`, `${X/a/b}`, …).
+        op: Option<VarOp>,
     },
     /// `$(…)` or `` `…` ``: read as commands of its own; expands to nothing.
     Sub(String),
@@ -189,22 +244,77 @@ enum Part {
     Tilde(String),
 }
 
+/// An operation on a variable's value, as the shell performs it.
+#[derive(Debug, Clone)]
+enum VarOp {
+    /// `-`/`:-`/`=`/`:=` (used when unset), `+`/`:+` (used when set); the
+    /// flag: with `:` (empty counts as unset).
+    Default(char, bool, Raw),
+    /// `#`, `##`, `%`, `%%`: the shortest or longest prefix or suffix
+    /// matching a pattern taken off.
+    Trim {
+        suffix: bool,
+        longest: bool,
+        pattern: Raw,
+    },
+    /// `/pat/rep`, `//pat/rep`, `/#pat/rep`, `/%pat/rep`.
+    Replace {
+        all: bool,
+        anchor: Option<char>,
+        pattern: Raw,
+        with: Raw,
+    },
+    /// `:offset` and `:offset:length`.
+    Slice(String, Option<String>),
+    /// `^`, `^^`, `,`, `,,`.
+    Case { upper: bool, all: bool },
+}
+
 /// Tokens of one script.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Token {
     Word(Raw),
-    /// `;`, `&`, `|`, `&&`, `||`, `(`, `)`, a newline: the end of a command.
-    Break,
+    /// The end of a command: what ends it.
+    Break(Op),
     /// `>`, `<<`, `2>&1`, …: the next word is its target (or, for `<<`, the
     /// here-document's delimiter; the document follows as `Heredoc`).
     Redirect {
         heredoc: bool,
         herestring: bool,
+        /// `<`, `3<`, `<>`: the target is read.
+        input: bool,
     },
     Heredoc(String),
 }
 
+/// A simple command not yet read: its words, and its redirections'
+/// targets (each with whether it is read).
+type Unread = (Vec<Raw>, Vec<(Raw, bool)>);
+
+/// What ends a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// `;`, `&`, `&&`, `||`, a newline.
+    End,
+    /// `|`, `|&`: its output is the next command's input.
+    Pipe,
+    /// `(`.
+    Open,
+    /// `)`.
+    Close,
+}
+
 impl Reader {
+    fn new(vars: &HashMap<String, String>) -> Self {
+        Self {
+            out: Vec::new(),
+            home: vars.get("HOME").cloned().unwrap_or_default(),
+            budget: BUDGET,
+            calling: Vec::new(),
+            homes: HashMap::new(),
+        }
+    }
+
     /// Reads a script's commands in order, `cd` and assignments followed.
     fn script(&mut self, text: &str, state: &mut State, depth: usize) {
         if depth > MAX_DEPTH {
@@ -214,42 +324,156 @@ impl Reader {
         if !self.spend(text.len() / 64 + 1) {
             return;
         }
+        let tokens = tokenize(text);
+        self.tokens(&tokens, state, depth);
+    }
+
+    /// Reads tokens as a script: simple commands, pipelines, function
+    /// definitions and arrays.
+    fn tokens(&mut self, tokens: &[Token], state: &mut State, depth: usize) {
         let mut words: Vec<Raw> = Vec::new();
-        let mut redirects: Vec<Raw> = Vec::new();
-        let mut tokens = tokenize(text).into_iter().peekable();
-        while let Some(token) = tokens.next() {
-            match token {
-                Token::Word(raw) => words.push(raw),
+        let mut redirects: Vec<(Raw, bool)> = Vec::new();
+        // The commands of a pipeline so far, each feeding the next.
+        let mut pipeline: Vec<Unread> = Vec::new();
+        let mut i = 0;
+        while i < tokens.len() {
+            if !self.spend(1) {
+                return;
+            }
+            match &tokens[i] {
+                Token::Word(raw) => {
+                    // `function NAME { … }`
+                    if words.len() == 2
+                        && words[0].literal().as_deref() == Some("function")
+                        && raw.literal().as_deref() == Some("{")
+                        && let Some(name) = words[1].literal()
+                    {
+                        self.define(name, tokens, i, state);
+                        words.clear();
+                    }
+                    words.push(raw.clone());
+                }
                 Token::Redirect { heredoc: true, .. } => {}
-                Token::Redirect { herestring, .. } => {
-                    let Some(Token::Word(target)) = tokens.next_if(|t| matches!(t, Token::Word(_)))
-                    else {
+                Token::Redirect {
+                    herestring, input, ..
+                } => {
+                    let Some(Token::Word(target)) = tokens.get(i + 1) else {
+                        i += 1;
                         continue;
                     };
+                    i += 1;
                     if !herestring {
-                        redirects.push(target);
+                        redirects.push((target.clone(), *input));
                     } else if fed_to_shell(&words) {
                         // `sh <<< "rm -rf /"`: the text is the shell's script.
-                        let text = self.expand_joined(&target, state, depth);
+                        let text = self.expand_joined(target, state, depth);
                         self.script(&text, state, depth + 1);
+                    } else if words.first().and_then(Raw::literal).as_deref() == Some("read") {
+                        // `read X <<< /`: the text is the variables'.
+                        let text = self.expand_joined(target, state, depth);
+                        read_into(&words[1..], &text, state);
                     }
                 }
-                // A here-document fed to a shell is its script.
+                // A here-document fed to a shell is its script; to `read`,
+                // its first line is the variables'.
                 Token::Heredoc(body) if fed_to_shell(&words) => {
-                    self.script(&body, state, depth + 1);
+                    self.script(body, state, depth + 1);
+                }
+                Token::Heredoc(body)
+                    if words.first().and_then(Raw::literal).as_deref() == Some("read") =>
+                {
+                    let line = body.lines().next().unwrap_or_default().to_owned();
+                    read_into(&words[1..], &line, state);
                 }
                 Token::Heredoc(_) => {}
-                Token::Break => {
-                    self.simple(std::mem::take(&mut words), &redirects, state, depth);
-                    redirects.clear();
+                Token::Break(Op::Open)
+                    if matches!(tokens.get(i + 1), Some(Token::Break(Op::Close)))
+                        && function_name(&words).is_some() =>
+                {
+                    // `NAME () BODY`: the body is read where it stands (as
+                    // if it ran with no arguments) and at every call.
+                    if let Some(name) = function_name(&words) {
+                        let mut start = i + 2;
+                        while matches!(tokens.get(start), Some(Token::Break(Op::End))) {
+                            start += 1;
+                        }
+                        self.define(name, tokens, start, state);
+                    }
+                    words.clear();
+                    i += 2;
+                    continue;
+                }
+                Token::Break(Op::Open) if words.last().and_then(Raw::array_name).is_some() => {
+                    // `NAME=( … )`: an array.
+                    let name = words.pop().and_then(|w| w.array_name()).unwrap_or_default();
+                    let end = tokens[i + 1..]
+                        .iter()
+                        .position(|t| matches!(t, Token::Break(Op::Close)))
+                        .map_or(tokens.len(), |p| i + 1 + p);
+                    let mut elements = Vec::new();
+                    for token in &tokens[i + 1..end] {
+                        if let Token::Word(raw) = token {
+                            elements
+                                .extend(self.expand(raw, state, depth).into_iter().map(|w| w.text));
+                        }
+                    }
+                    state
+                        .vars
+                        .insert(name.clone(), elements.first().cloned().unwrap_or_default());
+                    state.arrays.insert(name, elements);
+                    i = end + 1;
+                    continue;
+                }
+                Token::Break(op) => {
+                    let command = (std::mem::take(&mut words), std::mem::take(&mut redirects));
+                    pipeline.push(command);
+                    if *op != Op::Pipe {
+                        self.pipeline(std::mem::take(&mut pipeline), state, depth);
+                    }
                 }
             }
+            i += 1;
         }
-        self.simple(words, &redirects, state, depth);
+        pipeline.push((words, redirects));
+        self.pipeline(pipeline, state, depth);
+    }
+
+    /// Records the function `name` whose body starts at `tokens[start]`.
+    fn define(&mut self, name: String, tokens: &[Token], start: usize, state: &mut State) {
+        let end = body_end(tokens, start);
+        if self.spend(end - start) {
+            state.functions.insert(name, tokens[start..end].into());
+        }
+    }
+
+    /// The commands of a pipeline, in order; each one that feeds another
+    /// says which (by its index in what is read).
+    fn pipeline(&mut self, commands: Vec<Unread>, state: &mut State, depth: usize) {
+        let mut feeding: Option<std::ops::Range<usize>> = None;
+        for (words, redirects) in commands {
+            let start = self.out.len();
+            self.simple(words, &redirects, state, depth);
+            let end = self.out.len();
+            // What a command's main word is read last: the one fed.
+            if let Some(range) = feeding.take()
+                && end > start
+            {
+                for command in &mut self.out[range] {
+                    command.feeds.get_or_insert(end - 1);
+                }
+            }
+            feeding = Some(start..end);
+        }
     }
 
     /// One simple command of a script: assignments in front, then words.
-    fn simple(&mut self, raws: Vec<Raw>, redirects: &[Raw], state: &mut State, depth: usize) {
+    fn simple(
+        &mut self,
+        raws: Vec<Raw>,
+        redirects: &[(Raw, bool)],
+        state: &mut State,
+        depth: usize,
+    ) {
         // Reserved words that only lead into the real command.
         let mut raws: &[Raw] = &raws;
         while let Some(first) = raws.first().and_then(Raw::literal) {
@@ -271,6 +495,10 @@ impl Reader {
                     | "in"
             ) {
                 raws = &raws[1..];
+                // `time -p`: the option is the keyword's.
+                if first == "time" && raws.first().and_then(Raw::literal).as_deref() == Some("-p") {
+                    raws = &raws[1..];
+                }
             } else {
                 break;
             }
@@ -308,21 +536,58 @@ impl Reader {
         for raw in &raws[at..] {
             words.extend(self.expand(raw, state, depth));
         }
-        let redirects: Vec<Word> = redirects
-            .iter()
-            .flat_map(|r| self.expand(r, state, depth))
-            .collect();
+        let mut targets = Redirects::default();
+        for (raw, input) in redirects {
+            let expanded = self.expand(raw, state, depth);
+            if *input {
+                targets.inputs.extend(expanded.iter().cloned());
+            }
+            targets.all.extend(expanded);
+        }
         if words.is_empty() {
             state.vars.extend(assigned);
-            if !redirects.is_empty() {
+            if !targets.all.is_empty() {
                 self.push(Command {
                     words,
                     cwd: state.cwd.clone(),
-                    redirects,
+                    redirects: targets.all,
+                    inputs: targets.inputs,
+                    feeds: None,
                     path: state.vars.get("PATH").cloned(),
                 });
             }
             return;
+        }
+        // An alias is its text, then the rest of the words.
+        if let Some(text) = state.aliases.get(&words[0].text).cloned()
+            && !self.calling.contains(&words[0].text)
+        {
+            let rest: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            let text = format!("{text} {}", shell_words::join(rest));
+            self.calling.push(words[0].text.clone());
+            self.script(&text, state, depth + 1);
+            self.calling.pop();
+            return;
+        }
+        // A function is its body, with these arguments.
+        if let Some(body) = state.functions.get(&words[0].text).cloned()
+            && !self.calling.contains(&words[0].text)
+        {
+            let mut inner = self.copy(state);
+            inner.vars.extend(assigned.clone());
+            let zero = state
+                .args
+                .as_ref()
+                .and_then(|a| a.first().cloned())
+                .unwrap_or_default();
+            inner.args = Some(
+                std::iter::once(zero)
+                    .chain(words[1..].iter().map(|w| w.text.clone()))
+                    .collect(),
+            );
+            self.calling.push(words[0].text.clone());
+            self.tokens(&body, &mut inner, depth + 1);
+            self.calling.pop();
         }
         let mut vars = state.vars.clone();
         vars.extend(assigned);
@@ -332,6 +597,11 @@ impl Reader {
                     .iter()
                     .skip(1)
                     .find(|w| w.text == "-" || !w.text.starts_with('-'));
+                // `CDPATH` is searched before the working directory.
+                let cdpath = vars
+                    .get("CDPATH")
+                    .and_then(|p| p.split(':').find(|e| !e.is_empty()))
+                    .map(|e| state.cwd.join(e));
                 let next = match target.map(|w| w.text.as_str()) {
                     None | Some("") => PathBuf::from(
                         state
@@ -342,6 +612,9 @@ impl Reader {
                     ),
                     Some("-") => {
                         PathBuf::from(state.vars.get("OLDPWD").cloned().unwrap_or_default())
+                    }
+                    Some(dir) if !dir.starts_with(['/', '.']) && cdpath.is_some() => {
+                        cdpath.unwrap_or_default().join(dir)
                     }
                     Some(dir) => state.cwd.join(dir),
                 };
@@ -364,21 +637,36 @@ impl Reader {
                     }
                 }
             }
+            "printf" if words.get(1).is_some_and(|w| w.text == "-v") => {
+                // `printf -v NAME FORMAT ARGS…`: NAME holds what it prints.
+                if let (Some(name), Some(format)) = (words.get(2), words.get(3)) {
+                    let args: Vec<&str> = words[4..].iter().map(|w| w.text.as_str()).collect();
+                    state
+                        .vars
+                        .insert(name.text.clone(), printf(&format.text, &args));
+                }
+            }
+            "alias" => {
+                for word in &words[1..] {
+                    if let Some((name, value)) = word.text.split_once('=')
+                        && !name.is_empty()
+                    {
+                        state.aliases.insert(name.to_owned(), value.to_owned());
+                    }
+                }
+            }
             _ => {}
         }
-        let mut inner = State {
-            cwd: state.cwd.clone(),
-            vars,
-        };
-        self.command_with(words, redirects, &mut inner, depth);
+        let mut inner = self.copy(state);
+        inner.vars = vars;
+        self.command_with(words, targets, &mut inner, depth);
     }
-
     /// A command given as words (an argv, or a script's simple command):
     /// wrappers come off, and what it hands a shell is read too.
     fn command_with(
         &mut self,
         mut words: Vec<Word>,
-        redirects: Vec<Word>,
+        redirects: Redirects,
         state: &mut State,
         depth: usize,
     ) {
@@ -391,10 +679,13 @@ impl Reader {
             match unwrap(&words, state) {
                 Unwrapped::Inner(rest) => {
                     // The wrapper itself runs too (its program is bound).
+                    let taken = std::mem::take(&mut redirects);
                     self.push(Command {
                         words: words[..1].to_vec(),
                         cwd: state.cwd.clone(),
-                        redirects: std::mem::take(&mut redirects),
+                        redirects: taken.all,
+                        inputs: taken.inputs,
+                        feeds: None,
                         path: state.vars.get("PATH").cloned(),
                     });
                     words = rest;
@@ -407,59 +698,87 @@ impl Reader {
             }
         }
         let program = base(&words[0].text).to_owned();
-        {
-            if is_shell(&program) {
-                // Any argument may be the script (`-c X`, `-c -- X`,
-                // `--rcfile F -c X`): which one runs is the shell's business,
-                // so every non-option argument is read as one.
-                if has_command_flag(&words) {
-                    for word in words[1..].iter().filter(|w| !w.text.starts_with('-')) {
-                        let mut inner = State {
-                            cwd: state.cwd.clone(),
-                            vars: state.vars.clone(),
-                        };
-                        self.script(&word.text, &mut inner, depth + 1);
+        if is_shell(&program) {
+            // Any argument may be the script (`-c X`, `-c -- X`,
+            // `--rcfile F -c X`): which one runs is the shell's business,
+            // so every non-option argument is read as one — with the words
+            // after it as its `$0`, `$1`, ….
+            if has_command_flag(&words) {
+                for (at, word) in words.iter().enumerate().skip(1) {
+                    if word.text.starts_with('-') {
+                        continue;
                     }
+                    let mut inner = self.copy(state).child();
+                    inner.args = Some(words[at + 1..].iter().map(|w| w.text.clone()).collect());
+                    self.script(&word.text, &mut inner, depth + 1);
                 }
-            } else if program == "eval" {
-                let text: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
-                let mut inner = State {
-                    cwd: state.cwd.clone(),
-                    vars: state.vars.clone(),
-                };
-                self.script(&text.join(" "), &mut inner, depth + 1);
-            } else if program == "find" {
-                // `-exec CMD … ;`, `-execdir`, `-ok`: commands of their own.
-                let mut i = 1;
-                while i < words.len() {
-                    if matches!(
-                        words[i].text.as_str(),
-                        "-exec" | "-execdir" | "-ok" | "-okdir"
-                    ) {
-                        let end = words[i + 1..]
-                            .iter()
-                            .position(|w| w.text == ";" || w.text == "+")
-                            .map_or(words.len(), |p| i + 1 + p);
-                        let inner: Vec<Word> = words[i + 1..end].to_vec();
-                        if !inner.is_empty() {
-                            let mut st = State {
-                                cwd: state.cwd.clone(),
-                                vars: state.vars.clone(),
-                            };
-                            self.command_with(inner, Vec::new(), &mut st, depth + 1);
+            }
+        } else if program == "eval" {
+            let text: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            let mut inner = self.copy(state);
+            self.script(&text.join(" "), &mut inner, depth + 1);
+        } else if program == "find" {
+            // `-exec CMD … ;`, `-execdir`, `-ok`: commands of their own,
+            // `{}` standing for what find found — read as each place it
+            // starts from, which holds all it can find there.
+            let starts: Vec<Word> = {
+                let given: Vec<Word> = words[1..]
+                    .iter()
+                    .skip_while(|w| matches!(w.text.as_str(), "-H" | "-L" | "-P"))
+                    .take_while(|w| !w.text.starts_with(['-', '(', '!']))
+                    .cloned()
+                    .collect();
+                if given.is_empty() {
+                    vec![Word::plain(".")]
+                } else {
+                    given
+                }
+            };
+            let mut i = 1;
+            while i < words.len() {
+                if matches!(
+                    words[i].text.as_str(),
+                    "-exec" | "-execdir" | "-ok" | "-okdir"
+                ) {
+                    let end = words[i + 1..]
+                        .iter()
+                        .position(|w| w.text == ";" || w.text == "+")
+                        .map_or(words.len(), |p| i + 1 + p);
+                    let inner: Vec<Word> = words[i + 1..end].to_vec();
+                    let found = inner.iter().any(|w| w.text.contains("{}"));
+                    for start in starts.iter().take(if found { starts.len() } else { 1 }) {
+                        if inner.is_empty() {
+                            break;
                         }
-                        i = end;
+                        let inner: Vec<Word> = inner
+                            .iter()
+                            .map(|w| Word {
+                                text: w.text.replace("{}", &start.text),
+                                glob: w.glob || (w.text.contains("{}") && start.glob),
+                            })
+                            .collect();
+                        let mut st = self.copy(state).child();
+                        self.command_with(inner, Redirects::default(), &mut st, depth + 1);
                     }
-                    i += 1;
+                    i = end;
                 }
+                i += 1;
             }
         }
         self.push(Command {
             words,
             cwd: state.cwd.clone(),
-            redirects,
+            redirects: redirects.all,
+            inputs: redirects.inputs,
+            feeds: None,
             path: state.vars.get("PATH").cloned(),
         });
+    }
+
+    /// A copy of `state` for a command or script of its own, paid for.
+    fn copy(&mut self, state: &State) -> State {
+        self.spend(state.weight() / 64 + 1);
+        state.clone()
     }
 
     fn push(&mut self, command: Command) {
@@ -475,9 +794,57 @@ impl Reader {
         self.budget > 0
     }
 
-    /// A word's fields after expansion: unquoted expansions split on
-    /// blanks, as the shell splits them.
+    /// A word's fields after expansion: braces first (`{a,b}`, `{1..3}`,
+    /// as bash expands them — read so for every shell, the stricter
+    /// reading), then unquoted expansions split on blanks and `IFS`, as
+    /// the shell splits them.
     fn expand(&mut self, raw: &Raw, state: &mut State, depth: usize) -> Vec<Word> {
+        let mut out = Vec::new();
+        for raw in self.braces(raw) {
+            out.extend(self.expand_one(&raw, state, depth));
+        }
+        out
+    }
+
+    /// The words brace expansion makes of `raw` (itself when it has no
+    /// brace group in its unquoted text).
+    fn braces(&mut self, raw: &Raw) -> Vec<Raw> {
+        let mut done = Vec::new();
+        let mut todo = vec![raw.clone()];
+        while let Some(raw) = todo.pop() {
+            let group = raw
+                .parts
+                .iter()
+                .enumerate()
+                .find_map(|(at, part)| match part {
+                    Part::Text {
+                        text,
+                        quoted: false,
+                    } => brace_group(text).map(|g| (at, text.clone(), g)),
+                    _ => None,
+                });
+            let Some((at, text, (open, close, alternatives))) = group else {
+                done.push(raw);
+                continue;
+            };
+            if !self.spend(alternatives.len()) || done.len() + todo.len() > MAX_BRACES {
+                // More words than any command line means: not read on.
+                self.budget = 0;
+                return vec![raw];
+            }
+            for alternative in alternatives.into_iter().rev() {
+                let mut next = raw.clone();
+                next.parts[at] = Part::Text {
+                    text: format!("{}{alternative}{}", &text[..open], &text[close + 1..]),
+                    quoted: false,
+                };
+                todo.push(next);
+            }
+        }
+        done
+    }
+
+    fn expand_one(&mut self, raw: &Raw, state: &mut State, depth: usize) -> Vec<Word> {
         if !self.spend(raw.parts.len()) {
             return Vec::new();
         }
@@ -492,33 +859,63 @@ impl Reader {
                     started = true;
                 }
                 Part::Tilde(user) => {
-                    current.text.push_str(&self.tilde(user, state));
+                    let home = self.tilde(user, state);
+                    current.text.push_str(&home);
                     started = true;
                 }
                 Part::Sub(text) => {
-                    if !self.spend(state.vars.len()) {
-                        continue;
-                    }
-                    let mut inner = State {
-                        cwd: state.cwd.clone(),
-                        vars: state.vars.clone(),
-                    };
+                    let mut inner = self.copy(state);
                     self.script(text, &mut inner, depth + 1);
                 }
                 Part::Var {
                     name,
                     quoted,
-                    default,
+                    subscript,
+                    op,
                 } => {
-                    let value = self.var(name, default.as_ref(), state, depth);
+                    // `"$@"` and `"${a[@]}"` are a word per element; an
+                    // element picked by index could be any of them.
+                    let list = match (op, state.args.as_ref()) {
+                        (None, Some(args)) if name == "@" || name == "*" => {
+                            Some(args.iter().skip(1).cloned().collect::<Vec<_>>())
+                        }
+                        (None, _) if *subscript => state.arrays.get(name).cloned(),
+                        _ => None,
+                    };
                     if *quoted {
-                        current.text.push_str(&value);
-                        started = true;
+                        match list {
+                            Some(list) => {
+                                for (n, element) in list.iter().enumerate() {
+                                    if n > 0 {
+                                        fields
+                                            .push(std::mem::replace(&mut current, Word::plain("")));
+                                    }
+                                    current.text.push_str(element);
+                                    started = true;
+                                }
+                            }
+                            None => {
+                                let value = self.var(name, op.as_ref(), state, depth);
+                                current.text.push_str(&value);
+                                started = true;
+                            }
+                        }
                         continue;
                     }
-                    // Unquoted: split on blanks; glob characters stay live.
-                    let mut pieces = value.split([' ', '\t', '\n']).peekable();
-                    let leading_blank = value.starts_with([' ', '\t', '\n']);
+                    let value = match list {
+                        Some(list) => list.join(" "),
+                        None => self.var(name, op.as_ref(), state, depth),
+                    };
+                    // Unquoted: split on blanks and on what `IFS` holds;
+                    // glob characters stay live.
+                    let ifs: Vec<char> = state
+                        .vars
+                        .get("IFS")
+                        .map(|i| i.chars().collect())
+                        .unwrap_or_default();
+                    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+                    let mut pieces = value.split(split).peekable();
+                    let leading_blank = value.starts_with(split);
                     if leading_blank && started {
                         fields.push(std::mem::replace(&mut current, Word::plain("")));
                         started = false;
@@ -561,20 +958,21 @@ impl Reader {
             .join(" ")
     }
 
-    fn var(
-        &mut self,
-        name: &str,
-        default: Option<&(char, bool, Raw)>,
-        state: &mut State,
-        depth: usize,
-    ) -> String {
-        let value = match name {
-            "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
-            "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
-            _ => state.vars.get(name).cloned(),
+    fn var(&mut self, name: &str, op: Option<&VarOp>, state: &mut State, depth: usize) -> String {
+        // `${!NAME}`: the variable NAME names.
+        let value = match name.strip_prefix('!').filter(|n| !n.is_empty()) {
+            Some(pointer) => {
+                let target = self.lookup(pointer, state).unwrap_or_default();
+                self.lookup(&target, state)
+            }
+            None => self.lookup(name, state),
         };
-        match default {
-            Some((op, colon, word)) => {
+        let Some(op) = op else {
+            return value.unwrap_or_default();
+        };
+        let value_or_empty = value.clone().unwrap_or_default();
+        match op {
+            VarOp::Default(op, colon, word) => {
                 let set = value.as_ref().is_some_and(|v| !*colon || !v.is_empty());
                 match op {
                     '+' if set => self.expand_joined(word, state, depth),
@@ -586,14 +984,104 @@ impl Reader {
                         }
                         text
                     }
-                    _ => value.unwrap_or_default(),
+                    _ => value_or_empty,
                 }
             }
-            None => value.unwrap_or_default(),
+            VarOp::Trim {
+                suffix,
+                longest,
+                pattern,
+            } => {
+                let pattern = self.expand_joined(pattern, state, depth);
+                trim(&value_or_empty, &pattern, *suffix, *longest)
+            }
+            VarOp::Replace {
+                all,
+                anchor,
+                pattern,
+                with,
+            } => {
+                let pattern = self.expand_joined(pattern, state, depth);
+                let with = self.expand_joined(with, state, depth);
+                replace(&value_or_empty, &pattern, &with, *all, *anchor)
+            }
+            VarOp::Slice(offset, length) => {
+                let chars: Vec<char> = value_or_empty.chars().collect();
+                let number = |t: &str| t.trim().parse::<i64>().unwrap_or(0);
+                let len = chars.len() as i64;
+                let start = number(offset);
+                let start = if start < 0 {
+                    len.saturating_add(start).max(0)
+                } else {
+                    start.min(len)
+                };
+                let end = match length.as_deref().map(number) {
+                    None => len,
+                    Some(n) if n < 0 => len.saturating_add(n).max(start),
+                    Some(n) => start.saturating_add(n).min(len),
+                };
+                chars[start as usize..end.max(start) as usize]
+                    .iter()
+                    .collect()
+            }
+            VarOp::Case { upper, all } => {
+                let change = |c: char| {
+                    if *upper {
+                        c.to_uppercase().collect::<String>()
+                    } else {
+                        c.to_lowercase().collect::<String>()
+                    }
+                };
+                let mut chars = value_or_empty.chars();
+                if *all {
+                    chars.map(change).collect()
+                } else {
+                    chars
+                        .next()
+                        .map(|c| change(c) + chars.as_str())
+                        .unwrap_or_default()
+                }
+            }
         }
     }
 
-    fn tilde(&self, user: &str, state: &State) -> String {
+    /// A variable's value: the special ones, the positional ones where
+    /// they are known, then the shell's variables.
+    fn lookup(&self, name: &str, state: &State) -> Option<String> {
+        match name {
+            "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
+            "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
+            _ => match state.args.as_ref() {
+                Some(args)
+                    if name.chars().all(|c| c.is_ascii_digit())
+                        || matches!(name, "@" | "*" | "#") =>
+                {
+                    match name {
+                        "@" | "*" => {
+                            Some(args.iter().skip(1).cloned().collect::<Vec<_>>().join(" "))
+                        }
+                        "#" => Some(args.len().saturating_sub(1).to_string()),
+                        _ => args.get(name.parse::<usize>().ok()?).cloned(),
+                    }
+                }
+                _ => state.vars.get(name).cloned(),
+            },
+        }
+    }
+
+    fn tilde(&mut self, user: &str, state: &State) -> String {
+        // `~+` is where it is, `~-` where it was.
+        match user {
+            "+" => return state.cwd.to_string_lossy().into_owned(),
+            "-" => {
+                return state
+                    .vars
+                    .get("OLDPWD")
+                    .cloned()
+                    .unwrap_or_else(|| "~-".into());
+            }
+            _ => {}
+        }
         if user.is_empty() {
             return state
                 .vars
@@ -601,7 +1089,13 @@ impl Reader {
                 .cloned()
                 .unwrap_or_else(|| self.home.clone());
         }
-        home_of(user).unwrap_or_else(|| format!("~{user}"))
+        // Read once per reading: a line of many `~user` words must not
+        // read the password file for each.
+        self.homes
+            .entry(user.to_owned())
+            .or_insert_with(|| home_of(user))
+            .clone()
+            .unwrap_or_else(|| format!("~{user}"))
     }
 }
 
@@ -726,7 +1220,127 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
             skip(&["-c", "--cpu-list"], usize::from(!cpus))
         }
         "chrt" => skip(&[], 1),
-        "flock" => skip(&["-w", "--timeout", "-E", "--conflict-exit-code"], 1),
+        "flock" => {
+            // `flock FILE -c COMMAND` hands a shell the command.
+            let after = skip(&["-w", "--timeout", "-E", "--conflict-exit-code"], 1);
+            match after.as_deref() {
+                Some([flag, command, ..]) if matches!(flag.text.as_str(), "-c" | "--command") => {
+                    Some(shell_of(&command.text))
+                }
+                _ => after,
+            }
+        }
+        // Launchers that run their operands as a command.
+        "strace" | "ltrace" => skip(
+            &[
+                "-o", "-e", "-p", "-s", "-u", "-P", "-a", "-b", "-E", "-I", "-S", "-U", "-X",
+            ],
+            0,
+        ),
+        "fakeroot" | "fakechroot" => skip(&["-l", "--lib", "--faked", "-s", "-i"], 0),
+        "valgrind" | "catchsegv" | "firejail" | "proot" | "torsocks" | "proxychains"
+        | "proxychains4" | "unbuffer" => skip(&["-f", "-q"], 0),
+        "chroot" => skip(&["--userspec", "--groups"], 1),
+        "nsenter" => skip(
+            &[
+                "-t", "--target", "-S", "--setuid", "-G", "--setgid", "-w", "--wd",
+            ],
+            0,
+        ),
+        "unshare" => skip(
+            &[
+                "--map-user",
+                "--map-group",
+                "-S",
+                "--setuid",
+                "-G",
+                "--setgid",
+                "-R",
+                "--root",
+                "-w",
+                "--wd",
+                "--propagation",
+                "--setgroups",
+            ],
+            0,
+        ),
+        "setpriv" | "cpulimit" | "prlimit" | "numactl" => {
+            skip(&["-l", "--limit", "-p", "--pid"], 0)
+        }
+        "systemd-run" => skip(
+            &[
+                "-u",
+                "--unit",
+                "-p",
+                "--property",
+                "--description",
+                "--slice",
+                "-E",
+                "--setenv",
+                "--uid",
+                "--gid",
+                "--working-directory",
+                "-M",
+                "--machine",
+                "-H",
+                "--host",
+                "--on-active",
+                "--on-calendar",
+                "--on-boot",
+                "--on-startup",
+                "--timer-property",
+                "--path-property",
+                "--socket-property",
+                "--nice",
+            ],
+            0,
+        ),
+        // Package runners: `uv run CMD`, `poetry run CMD`, `bundle exec CMD`.
+        "uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "bundle" => match rest {
+            [sub, more @ ..] if matches!(sub.text.as_str(), "run" | "exec") => {
+                let at = more
+                    .iter()
+                    .position(|w| !w.text.starts_with('-'))
+                    .unwrap_or(more.len());
+                (at < more.len()).then(|| more[at..].to_vec())
+            }
+            _ => None,
+        },
+        // `parallel CMD ::: ARGS`: the arguments are the command's.
+        "parallel" => skip(&["-j", "--jobs", "-S", "--sshlogin"], 0).map(|words| {
+            words
+                .into_iter()
+                .filter(|w| !w.text.starts_with(":::"))
+                .collect()
+        }),
+        // These hand a shell their words, joined: `watch 'rm …'`,
+        // `script -c CMD`, `ssh HOST CMD` (this machine may be the host),
+        // `tmux new 'CMD'`.
+        "watch" => skip(&["-n", "--interval", "-d", "-g", "--chgexit"], 0)
+            .map(|words| shell_of(&join(&words))),
+        "script" => rest
+            .iter()
+            .position(|w| {
+                matches!(w.text.as_str(), "-c" | "--command")
+                    || (w.text.starts_with('-')
+                        && !w.text.starts_with("--")
+                        && w.text.ends_with('c'))
+            })
+            .and_then(|at| rest.get(at + 1))
+            .map(|command| shell_of(&command.text)),
+        "ssh" => skip(
+            &[
+                "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
+                "-O", "-Q", "-S", "-W", "-w", "-B",
+            ],
+            1,
+        )
+        .map(|words| shell_of(&join(&words))),
+        "tmux" | "screen" => rest
+            .iter()
+            .rposition(|w| !w.text.starts_with('-'))
+            .filter(|&at| at > 0)
+            .map(|at| shell_of(&rest[at].text)),
         "xargs" => skip(
             &[
                 "-a",
@@ -760,6 +1374,19 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
         Some(inner) => Unwrapped::Inner(inner),
         None => Unwrapped::Done,
     }
+}
+
+/// `sh -c TEXT`: what a launcher that hands a shell its command runs.
+fn shell_of(text: &str) -> Vec<Word> {
+    ["sh", "-c", text].into_iter().map(Word::plain).collect()
+}
+
+fn join(words: &[Word]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether a shell's arguments include `-c` (alone or in a cluster such as
@@ -812,6 +1439,13 @@ fn home_of(user: &str) -> Option<String> {
 }
 
 impl Raw {
+    /// `NAME=` with nothing after it: what an array's `(` follows.
+    fn array_name(&self) -> Option<String> {
+        let text = self.literal()?;
+        let name = text.strip_suffix("+=").or_else(|| text.strip_suffix('='))?;
+        is_name(name).then(|| name.to_owned())
+    }
+
     /// The word's text when it is all literal (reserved words, `cd`).
     fn literal(&self) -> Option<String> {
         let mut out = String::new();
@@ -881,7 +1515,7 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Heredoc(body));
                     i = next;
                 }
-                tokens.push(Token::Break);
+                tokens.push(Token::Break(Op::End));
             }
             '#' if !in_word => {
                 while i < chars.len() && chars[i] != '\n' {
@@ -896,15 +1530,36 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Redirect {
                         heredoc: false,
                         herestring: false,
+                        input: false,
                     });
                     continue;
                 }
                 finish(&mut tokens, &mut word, &mut in_word);
-                tokens.push(Token::Break);
+                let op = match c {
+                    '(' => Op::Open,
+                    ')' => Op::Close,
+                    '|' if chars.get(i + 1) != Some(&'|') => Op::Pipe,
+                    _ => Op::End,
+                };
+                tokens.push(Token::Break(op));
                 i += 1;
-                while i < chars.len() && matches!(chars[i], ';' | '&' | '|') {
+                // `()` stay two tokens (a function's definition).
+                while op != Op::Open
+                    && op != Op::Close
+                    && i < chars.len()
+                    && matches!(chars[i], ';' | '&' | '|')
+                {
                     i += 1;
                 }
+            }
+            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
+                // `<(…)`, `>(…)`: a process substitution, a word whose
+                // commands are read as a command substitution's are.
+                let end = matching(&chars, i + 2, '(', ')');
+                word.parts
+                    .push(Part::Sub(chars[(i + 2).min(end)..end].iter().collect()));
+                in_word = true;
+                i = (end + 1).min(chars.len());
             }
             '<' | '>' => {
                 // A redirection; digits just before it name a descriptor.
@@ -954,12 +1609,14 @@ fn tokenize(text: &str) -> Vec<Token> {
                     tokens.push(Token::Redirect {
                         heredoc: true,
                         herestring: false,
+                        input: false,
                     });
                     continue;
                 }
                 tokens.push(Token::Redirect {
                     heredoc: false,
                     herestring,
+                    input: op.starts_with('<'),
                 });
             }
             '\'' => {
@@ -980,6 +1637,11 @@ fn tokenize(text: &str) -> Vec<Token> {
                     in_word = true;
                 }
                 i += 2;
+            }
+            '$' if chars.get(i + 1) == Some(&'"') => {
+                // $"…": a string the locale may translate; read as written.
+                i = double_quoted(&chars, i + 2, &mut word);
+                in_word = true;
             }
             '$' if chars.get(i + 1) == Some(&'\'') => {
                 // $'…': ANSI-C quoting.
@@ -1002,7 +1664,8 @@ fn tokenize(text: &str) -> Vec<Token> {
             '~' if !in_word => {
                 let mut j = i + 1;
                 while j < chars.len()
-                    && (chars[j].is_ascii_alphanumeric() || matches!(chars[j], '_' | '-' | '.'))
+                    && (chars[j].is_ascii_alphanumeric()
+                        || matches!(chars[j], '_' | '-' | '.' | '+'))
                 {
                     j += 1;
                 }
@@ -1112,7 +1775,8 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
             word.parts.push(Part::Var {
                 name: chars[i + 1..j].iter().collect(),
                 quoted,
-                default: None,
+                subscript: false,
+                op: None,
             });
             j
         }
@@ -1121,7 +1785,8 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
             word.parts.push(Part::Var {
                 name: c.to_string(),
                 quoted,
-                default: None,
+                subscript: false,
+                op: None,
             });
             i + 2
         }
@@ -1132,32 +1797,440 @@ fn dollar(chars: &[char], i: usize, quoted: bool, word: &mut Raw) -> usize {
     }
 }
 
-/// `${…}`'s inside: a name and, perhaps, a default.
+/// `${…}`'s inside: a name (`!NAME`: the one NAME names), perhaps a
+/// subscript, and perhaps an operation on the value.
 fn braced(inner: &str, quoted: bool) -> Part {
-    let inner = inner.strip_prefix('#').unwrap_or(inner);
-    let end = inner
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(inner.len());
-    let (name, rest) = inner.split_at(end);
-    let default = [":-", ":=", ":+", "-", "=", "+"]
+    // `${#NAME}` is a length; read as the value (the stricter reading).
+    let inner = match inner.strip_prefix('#') {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => inner,
+    };
+    let (bang, inner) = match inner.strip_prefix('!') {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') => {
+            ("!", rest)
+        }
+        _ => ("", inner),
+    };
+    let end = if inner.starts_with(['@', '*', '#', '?', '$', '!', '-']) {
+        1
+    } else if inner.starts_with(|c: char| c.is_ascii_digit()) {
+        inner
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(inner.len())
+    } else {
+        inner
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(inner.len())
+    };
+    let (name, mut rest) = inner.split_at(end);
+    let mut subscript = false;
+    if let Some(after) = rest.strip_prefix('[') {
+        subscript = true;
+        rest = after.split_once(']').map_or("", |(_, r)| r);
+    }
+    Part::Var {
+        name: format!("{bang}{name}"),
+        quoted,
+        subscript,
+        op: var_op(rest),
+    }
+}
+
+/// The operation after a `${NAME`.
+fn var_op(rest: &str) -> Option<VarOp> {
+    let word = |text: &str| -> Raw {
+        tokenize(text)
+            .into_iter()
+            .find_map(|t| match t {
+                Token::Word(w) => Some(w),
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    // A pattern keeps its text as written (quotes only taken off).
+    let pattern = |text: &str| -> Raw {
+        let mut raw = word(text);
+        for part in &mut raw.parts {
+            if let Part::Text { quoted, .. } = part {
+                *quoted = true;
+            }
+        }
+        raw
+    };
+    if let Some(op) = [":-", ":=", ":+", ":?", "-", "=", "+", "?"]
         .iter()
         .find(|op| rest.starts_with(**op))
-        .map(|op| {
-            let text = &rest[op.len()..];
-            let mut raw = Raw::default();
-            if let Some(Token::Word(w)) = tokenize(text)
-                .into_iter()
-                .find(|t| matches!(t, Token::Word(_)))
-            {
-                raw = w;
-            }
-            (op.chars().last().unwrap_or('-'), op.starts_with(':'), raw)
-        });
-    Part::Var {
-        name: name.to_owned(),
-        quoted,
-        default,
+    {
+        let kind = op.chars().last().unwrap_or('-');
+        // `?` fails when unset: what follows is only a message.
+        let kind = if kind == '?' { '+' } else { kind };
+        return Some(VarOp::Default(
+            kind,
+            op.starts_with(':'),
+            word(&rest[op.len()..]),
+        ));
     }
+    let mut chars = rest.chars();
+    match chars.next()? {
+        c @ ('#' | '%') => {
+            let longest = rest[1..].starts_with(c);
+            let text = if longest { &rest[2..] } else { &rest[1..] };
+            Some(VarOp::Trim {
+                suffix: c == '%',
+                longest,
+                pattern: pattern(text),
+            })
+        }
+        '/' => {
+            let mut text = &rest[1..];
+            let all = text.starts_with('/');
+            if all {
+                text = &text[1..];
+            }
+            let anchor = text.chars().next().filter(|c| matches!(c, '#' | '%'));
+            if anchor.is_some() {
+                text = &text[1..];
+            }
+            let (find, with) = text.split_once('/').unwrap_or((text, ""));
+            Some(VarOp::Replace {
+                all,
+                anchor,
+                pattern: pattern(find),
+                with: word(with),
+            })
+        }
+        ':' => {
+            let (offset, length) = match rest[1..].split_once(':') {
+                Some((o, l)) => (o.to_owned(), Some(l.to_owned())),
+                None => (rest[1..].to_owned(), None),
+            };
+            Some(VarOp::Slice(offset, length))
+        }
+        c @ ('^' | ',') => Some(VarOp::Case {
+            upper: c == '^',
+            all: rest[1..].starts_with(c),
+        }),
+        _ => None,
+    }
+}
+
+/// Values longer than this are left as they are by pattern operations
+/// (each tries every prefix or suffix).
+const PATTERN_VALUE_AT_MOST: usize = 4096;
+
+fn pattern_matcher(pattern: &str) -> Option<globset::GlobMatcher> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+/// `${X#p}`, `${X##p}`, `${X%p}`, `${X%%p}`.
+fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> String {
+    let Some(matcher) = pattern_matcher(pattern).filter(|_| value.len() <= PATTERN_VALUE_AT_MOST)
+    else {
+        return value.to_owned();
+    };
+    let cuts: Vec<usize> = value
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(value.len()))
+        .collect();
+    let matching = |piece: &str| matcher.is_match(piece);
+    let found = if suffix {
+        let mut order: Vec<usize> = cuts.clone();
+        if !longest {
+            order.reverse();
+        }
+        order
+            .into_iter()
+            .find(|&i| matching(&value[i..]))
+            .map(|i| value[..i].to_owned())
+    } else {
+        let mut order: Vec<usize> = cuts.clone();
+        if longest {
+            order.reverse();
+        }
+        order
+            .into_iter()
+            .find(|&i| matching(&value[..i]))
+            .map(|i| value[i..].to_owned())
+    };
+    found.unwrap_or_else(|| value.to_owned())
+}
+
+/// `${X/p/r}` and its kinds: the longest match at the first place one
+/// starts (every place, with `//`).
+fn replace(value: &str, pattern: &str, with: &str, all: bool, anchor: Option<char>) -> String {
+    let Some(matcher) = pattern_matcher(pattern)
+        .filter(|_| value.len() <= PATTERN_VALUE_AT_MOST && !pattern.is_empty())
+    else {
+        return value.to_owned();
+    };
+    let cuts: Vec<usize> = value
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(value.len()))
+        .collect();
+    match anchor {
+        Some('#') => {
+            return match cuts.iter().rev().find(|&&e| matcher.is_match(&value[..e])) {
+                Some(&e) => format!("{with}{}", &value[e..]),
+                None => value.to_owned(),
+            };
+        }
+        Some(_) => {
+            return match cuts.iter().find(|&&s| matcher.is_match(&value[s..])) {
+                Some(&s) => format!("{}{with}", &value[..s]),
+                None => value.to_owned(),
+            };
+        }
+        None => {}
+    }
+    let mut out = String::new();
+    let mut at = 0;
+    while at < cuts.len() - 1 {
+        let start = cuts[at];
+        let end = cuts[at + 1..]
+            .iter()
+            .rev()
+            .position(|&e| matcher.is_match(&value[start..e]))
+            .map(|p| cuts.len() - 1 - p);
+        match end {
+            Some(end_at) => {
+                out.push_str(with);
+                at = end_at;
+                if !all {
+                    out.push_str(&value[cuts[at]..]);
+                    return out;
+                }
+            }
+            None => {
+                out.push_str(&value[start..cuts[at + 1]]);
+                at += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The first brace group of unquoted text (`{a,b}`, `{1..3}`, `{a..c}`):
+/// where it opens and closes, and the texts it stands for.
+fn brace_group(text: &str) -> Option<(usize, usize, Vec<String>)> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(offset) = text[from..].find('{') {
+        let open = from + offset;
+        let mut depth = 0usize;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (i, b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        let close = close?;
+        let inside = &text[open + 1..close];
+        if !commas.is_empty() {
+            let mut alternatives = Vec::new();
+            let mut start = open + 1;
+            for comma in commas.into_iter().chain(std::iter::once(close)) {
+                alternatives.push(text[start..comma].to_owned());
+                start = comma + 1;
+            }
+            return Some((open, close, alternatives));
+        }
+        if let Some(sequence) = brace_sequence(inside) {
+            return Some((open, close, sequence));
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// `a..e`, `1..10`, `1..10..2`: the texts it counts through (at most
+/// [`MAX_BRACES`]).
+fn brace_sequence(inside: &str) -> Option<Vec<String>> {
+    let mut ends = inside.split("..");
+    let (first, last) = (ends.next()?, ends.next()?);
+    let step = ends
+        .next()
+        .map_or(Some(1), |s| s.parse::<i64>().ok())?
+        .unsigned_abs()
+        .clamp(1, i64::MAX as u64) as i64;
+    if ends.next().is_some() {
+        return None;
+    }
+    let count = |from: i64, to: i64| {
+        let up = from <= to;
+        let mut out = Vec::new();
+        let mut at = from;
+        while out.len() <= MAX_BRACES && (if up { at <= to } else { at >= to }) {
+            out.push(at);
+            let next = if up {
+                at.checked_add(step)
+            } else {
+                at.checked_sub(step)
+            };
+            match next {
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+        out
+    };
+    if let (Ok(from), Ok(to)) = (first.parse::<i64>(), last.parse::<i64>()) {
+        return Some(count(from, to).into_iter().map(|n| n.to_string()).collect());
+    }
+    let (mut a, mut b) = (first.chars(), last.chars());
+    let (Some(from), None, Some(to), None) = (a.next(), a.next(), b.next(), b.next()) else {
+        return None;
+    };
+    if !(from.is_ascii_alphabetic() && to.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some(
+        count(from as i64, to as i64)
+            .into_iter()
+            .filter_map(|n| char::from_u32(n as u32).map(String::from))
+            .collect(),
+    )
+}
+
+/// `read [OPTIONS] NAMES…` given `text`: a field per name, the last
+/// taking the rest (`-a NAME`: an array of every field).
+fn read_into(args: &[Raw], text: &str, state: &mut State) {
+    let mut names = Vec::new();
+    let mut array = None;
+    let mut i = 0;
+    while i < args.len() {
+        let Some(word) = args[i].literal() else {
+            i += 1;
+            continue;
+        };
+        match word.as_str() {
+            "-a" => {
+                array = args.get(i + 1).and_then(Raw::literal);
+                i += 2;
+                continue;
+            }
+            "-d" | "-p" | "-n" | "-N" | "-t" | "-u" | "-i" => i += 1,
+            w if w.starts_with('-') => {}
+            w if is_name(w) => names.push(w.to_owned()),
+            _ => {}
+        }
+        i += 1;
+    }
+    let ifs: Vec<char> = state
+        .vars
+        .get("IFS")
+        .map(|i| i.chars().collect())
+        .unwrap_or_default();
+    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+    let fields: Vec<String> = text
+        .split(split)
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(name) = array {
+        state
+            .vars
+            .insert(name.clone(), fields.first().cloned().unwrap_or_default());
+        state.arrays.insert(name, fields);
+        return;
+    }
+    if names.is_empty() {
+        names.push("REPLY".to_owned());
+    }
+    for (n, name) in names.iter().enumerate() {
+        let value = if n + 1 == names.len() {
+            fields
+                .get(n..)
+                .map(|rest| rest.join(" "))
+                .unwrap_or_default()
+        } else {
+            fields.get(n).cloned().unwrap_or_default()
+        };
+        state.vars.insert(name.clone(), value);
+    }
+}
+
+/// What `printf FORMAT ARGS…` prints, as far as a path goes: each
+/// conversion takes the next argument, `%%` is `%`.
+fn printf(format: &str, args: &[&str]) -> String {
+    let mut out = String::new();
+    let mut args = args.iter();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        // Flags, width and precision, then the conversion.
+        while chars
+            .peek()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | ' ' | '#' | '.'))
+        {
+            chars.next();
+        }
+        chars.next();
+        out.push_str(args.next().copied().unwrap_or_default());
+    }
+    out
+}
+
+/// The name a function definition's words give it (`NAME`, `function
+/// NAME`), if they are one.
+fn function_name(words: &[Raw]) -> Option<String> {
+    let name = match words {
+        [name] => name.literal()?,
+        [keyword, name] if keyword.literal().as_deref() == Some("function") => name.literal()?,
+        _ => return None,
+    };
+    (!name.is_empty() && !name.contains(['=', '/', '$'])).then_some(name)
+}
+
+/// Where a function body that starts at `tokens[start]` ends: after its
+/// `{ … }` or `( … )` group, or the command it is.
+fn body_end(tokens: &[Token], start: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, token) in tokens.iter().enumerate().skip(start) {
+        match token {
+            Token::Word(raw) if raw.literal().as_deref() == Some("{") => depth += 1,
+            Token::Word(raw) if raw.literal().as_deref() == Some("}") => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            Token::Break(Op::Open) => depth += 1,
+            Token::Break(Op::Close) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            Token::Break(Op::End) if depth == 0 => return i,
+            _ => {}
+        }
+    }
+    tokens.len()
 }
 
 /// The index of the `close` that ends a group opened just before `from`
@@ -1372,8 +2445,9 @@ mod tests {
             got.contains(&vec!["rm".into(), "-rf".into(), "/x".into()]),
             "{got:?}"
         );
+        // `{}` is where find starts: what it can find is there.
         assert!(
-            got.contains(&vec!["rm".into(), "-rf".into(), "{}".into()]),
+            got.contains(&vec!["rm".into(), "-rf".into(), "/".into()]),
             "{got:?}"
         );
         assert!(
@@ -1391,8 +2465,64 @@ mod tests {
     #[test]
     fn hostile_text_ends_without_a_panic() {
         for text in [
-            "$(((((", "${", "'", "\"", "`", "<<", "<<<", "$'\\x", "a\\", "${X:-", "$((1+", "~",
-            "cd", "env -u", "env -S", "timeout", "x >", "$(", "))))", "{ }", "for x in",
+            "$(((((",
+            "${",
+            "'",
+            "\"",
+            "`",
+            "<<",
+            "<<<",
+            "$'\\x",
+            "a\\",
+            "${X:-",
+            "$((1+",
+            "~",
+            "cd",
+            "env -u",
+            "env -S",
+            "timeout",
+            "x >",
+            "$(",
+            "))))",
+            "{ }",
+            "for x in",
+            // What the reader evaluates: slices, sequences, patterns,
+            // functions, arrays, reads — at their limits.
+            "X=abc; echo ${X:1:9223372036854775807} ${X:-9223372036854775808:-9223372036854775808}",
+            "echo {1..9223372036854775807..-9223372036854775808} {9223372036854775807..9223372036854775806}",
+            "echo {-9223372036854775808..-9223372036854775807..9223372036854775807}",
+            "echo {a..}{..b}{,}{{{,}}} {z..a..0}",
+            "X=a; echo ${X//} ${X/} ${X#} ${X%%} ${X/[/x} ${X^} ${X,,} ${!} ${!X} ${X[} ${#}",
+            "f() {",
+            "f()",
+            "function",
+            "function f",
+            "f() ( ",
+            "a=(",
+            "a=( x",
+            "a=()",
+            "read <<<",
+            "read -a <<< x",
+            "read x <<E",
+            "printf -v",
+            "printf -v X",
+            "printf -v X %",
+            "$\"",
+            "<(",
+            ">(x",
+            "cat <( <(",
+            "alias",
+            "alias x=x\nx",
+            "f() { f; }; f",
+            "~+",
+            "~-",
+            "watch",
+            "flock f -c",
+            "script -c",
+            "ssh",
+            "tmux",
+            "uv run",
+            "parallel :::",
         ] {
             let _ = read_script(text, Path::new("/"), vars());
         }
@@ -1405,6 +2535,100 @@ mod tests {
         let many = "a; ".repeat(100_000);
         assert!(read_script(&many, Path::new("/"), vars()).incomplete);
         assert!(!read_script("a; b", Path::new("/"), vars()).incomplete);
+    }
+
+    #[test]
+    fn shell_fragments_in_any_order_end_without_a_panic() {
+        // A fixed sequence of pseudo-random scripts glued from the pieces
+        // the reader treats specially: every piece next to every other.
+        const PIECES: &[&str] = &[
+            "$",
+            "{",
+            "}",
+            "(",
+            ")",
+            "[",
+            "]",
+            "'",
+            "\"",
+            "`",
+            "\\",
+            "$'",
+            "$\"",
+            "${",
+            "${!",
+            "${#",
+            ":",
+            "-",
+            "+",
+            "=",
+            "?",
+            "#",
+            "%",
+            "/",
+            "//",
+            "^",
+            ",",
+            "..",
+            "*",
+            "~",
+            "~+",
+            "<",
+            ">",
+            "<<",
+            "<<<",
+            "<(",
+            "|",
+            "||",
+            "&",
+            ";",
+            "\n",
+            " ",
+            "a",
+            "X",
+            "1",
+            "-9223372036854775808",
+            "rm",
+            "-rf",
+            "sh",
+            "-c",
+            "eval",
+            "f()",
+            "function",
+            "alias",
+            "read",
+            "printf",
+            "-v",
+            "find",
+            "-exec",
+            "{}",
+            "xargs",
+            "env",
+            "-S",
+            "cd",
+            "CDPATH=/",
+            "IFS=:",
+            "a=(",
+            "@",
+            "E\n",
+            "E",
+            "é",
+            "\u{0}",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..5_000 {
+            let len = (next() % 24) as usize;
+            let script: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let _ = read_script(&script, Path::new("/w"), vars());
+        }
     }
 
     #[test]

@@ -384,11 +384,19 @@ pub fn overrides(
 ) -> Result<Overrides, ToolError> {
     let mut blocked = Vec::new();
     let mut invalid = Vec::new();
+    let mut twice = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut out = Overrides::default();
     for (raw, value) in env {
         let key = raw.trim();
         if !portable(key) {
             invalid.push(raw.clone());
+            continue;
+        }
+        // `FOO` and `FOO ` set one variable, the later winning: which
+        // value runs would be a matter of spelling, not of what was shown.
+        if !seen.insert(key) {
+            twice.push(key.to_owned());
             continue;
         }
         let upper = key.to_ascii_uppercase();
@@ -410,7 +418,7 @@ pub fn overrides(
             out.kept.push((key.to_owned(), value));
         }
     }
-    if blocked.is_empty() && invalid.is_empty() {
+    if blocked.is_empty() && invalid.is_empty() && twice.is_empty() {
         return Ok(out);
     }
     blocked.sort();
@@ -425,6 +433,14 @@ pub fn overrides(
         parts.push(format!(
             "invalid non-portable override keys: {}",
             invalid.join(", ")
+        ));
+    }
+    if !twice.is_empty() {
+        twice.sort();
+        twice.dedup();
+        parts.push(format!(
+            "override keys given twice once blanks are trimmed: {}",
+            twice.join(", ")
         ));
     }
     Err(ToolError::new(

@@ -234,6 +234,7 @@ impl ExecRequest {
             ),
             agent: self.agent.clone(),
             upstream: false,
+            one_shot: self.binding.runs_a_script(),
             exec: Some(Exec {
                 bound: Some(self.binding.digest()),
                 ..self.exec()
@@ -250,10 +251,14 @@ impl ExecRequest {
         tap: Option<runner::Tap>,
     ) -> Result<Value, ToolError> {
         // What was approved is what starts: the files, the directory and
-        // the variables, checked once more at the last moment.
-        self.binding
-            .check(&Binding::of(&self.exec(), &self.requested))
-            .map_err(|drift| drift.error())?;
+        // the variables, checked once more at the last moment — on the
+        // blocking pool, as binding reads the filesystem (and hashes
+        // scripts) and this is the node's one thread.
+        let (exec, requested) = (self.exec(), self.requested.clone());
+        let now = tokio::task::spawn_blocking(move || Binding::of(&exec, &requested))
+            .await
+            .map_err(|e| ToolError::new("IO_ERROR", format!("the approval check failed: {e}")))?;
+        self.binding.check(&now).map_err(|drift| drift.error())?;
         let spec = runner::Spec {
             // An agent's command gets none of our credentials, and none of
             // the node's own that OpenClaw keeps from its commands.
@@ -544,6 +549,61 @@ mod tests {
         assert_eq!(req.stripped, ["GREETING"]);
         // What the approver saw is every variable asked for.
         assert_eq!(req.requested.len(), 2);
+    }
+
+    #[test]
+    fn names_that_are_one_name_once_trimmed_are_refused() {
+        // `FOO` and `FOO ` both set FOO, the later one winning: an
+        // approval of {FOO: a, "FOO ": b} (FOO=b) had the fingerprint of
+        // {FOO: b, "FOO ": a} (FOO=a), so the other value ran approved.
+        for env in [
+            json!({"FOO": "a", "FOO ": "b"}),
+            json!({" FOO": "a", "FOO\t": "b"}),
+        ] {
+            let refused = parse_system_run(
+                json!({"command": ["printenv", "FOO"], "env": env}),
+                Path::new("/tmp"),
+                MINUTE,
+            )
+            .unwrap_err();
+            assert_eq!(refused.code, "INVALID_REQUEST", "{env}");
+            assert!(refused.message.contains("FOO"), "{}", refused.message);
+        }
+    }
+
+    /// The last check and the interpreter opening its script are
+    /// milliseconds apart (the spawn, then the interpreter's start-up): a
+    /// script swapped in then runs approved. Here a swap is timed every
+    /// 0.1 ms from 0 to 12 ms after the run begins.
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore = "finding: a script swapped between the last check and the interpreter's open runs (measured: 21-24 of 120 timed swaps, 0.4-6 ms after the run began); fix: hand the interpreter the checked file by descriptor (/dev/fd/N), fexecve the program"]
+    async fn a_script_swapped_after_the_last_check_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        let mut swapped_in = Vec::new();
+        for step in 0..120u64 {
+            let delay = Duration::from_micros(step * 100);
+            std::fs::write(d.join("job.sh"), "echo approved\n").unwrap();
+            std::fs::write(d.join("other"), "echo swapped\n").unwrap();
+            let req = parse_system_run(
+                json!({"command": ["sh", "job.sh"], "cwd": d.to_str().unwrap()}),
+                Path::new("/tmp"),
+                MINUTE,
+            )
+            .unwrap();
+            let (from, to) = (d.join("other"), d.join("job.sh"));
+            let started = std::time::Instant::now();
+            let swap = std::thread::spawn(move || {
+                while started.elapsed() < delay {}
+                std::fs::rename(from, to).unwrap();
+            });
+            let out = req.run(1024, std::future::pending(), None).await;
+            swap.join().unwrap();
+            if out.is_ok_and(|v| v["stdout"] == "swapped\n") {
+                swapped_in.push(step * 100);
+            }
+        }
+        assert!(swapped_in.is_empty(), "swapped in at {swapped_in:?} µs");
     }
 
     #[test]

@@ -20,7 +20,8 @@ use super::policy::Exec;
 
 /// Programs no remote agent may run here, wherever they appear.
 const PROGRAMS: &[&str] = &[
-    "sudo", "su", "doas", "pkexec", "shutdown", "reboot", "poweroff", "halt", "mkfs",
+    "sudo", "sudoedit", "su", "doas", "pkexec", "run0", "ksu", "shutdown", "reboot", "poweroff",
+    "halt", "mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs",
 ];
 
 /// Directories whose direct children are system directories too
@@ -95,18 +96,88 @@ fn forbidden_program(word: &str) -> Option<String> {
         .then(|| format!("{name} is never run for a remote agent"))
 }
 
-/// `systemctl poweroff`, `init 0` and the like.
+/// `systemctl poweroff` (or `start poweroff.target`, `suspend`,
+/// `emergency`), `init 0`, `kill 1`, `killall5`, `kexec -e`, a write to
+/// `/proc/sysrq-trigger`: what stops this machine or all it runs.
 fn powers_off(command: &Command) -> Option<String> {
     let program = base(&command.words.first()?.text);
-    let verbs: &[&str] = match program {
-        "systemctl" | "loginctl" => &["poweroff", "reboot", "halt", "kexec", "soft-reboot"],
-        "init" | "telinit" => &["0", "6"],
-        _ => return None,
-    };
-    command.words[1..]
+    let args = &command.words[1..];
+    let said = |what: &str| Some(format!("{program} would {what}"));
+    let sysrq = Path::new("/proc/sysrq-trigger");
+    let written: Vec<&str> = command
+        .redirects
         .iter()
-        .any(|w| verbs.contains(&w.text.as_str()))
-        .then(|| format!("{program} would power off or restart this machine"))
+        .filter(|w| !command.inputs.contains(w))
+        .map(|w| w.text.as_str())
+        .chain(match program {
+            "tee" => args.iter().map(|w| w.text.as_str()).collect(),
+            "dd" => args
+                .iter()
+                .filter_map(|w| w.text.strip_prefix("of="))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    if written
+        .iter()
+        .any(|w| lexical(&command.cwd.join(w)) == sysrq)
+    {
+        return Some("writing /proc/sysrq-trigger would stop this machine".into());
+    }
+    match program {
+        "systemctl" | "loginctl" => {
+            // A verb, or the target a verb starts (`start poweroff.target`).
+            const STOPS: &[&str] = &[
+                "poweroff",
+                "reboot",
+                "halt",
+                "kexec",
+                "soft-reboot",
+                "suspend",
+                "hibernate",
+                "hybrid-sleep",
+                "suspend-then-hibernate",
+                "sleep",
+                "rescue",
+                "emergency",
+                "ctrl-alt-del",
+            ];
+            let verb = args.iter().find(|w| !w.text.starts_with('-'))?;
+            let stops = |t: &str| STOPS.contains(&t.strip_suffix(".target").unwrap_or(t));
+            let starts = matches!(
+                verb.text.as_str(),
+                "start" | "restart" | "isolate" | "reload-or-restart" | "try-restart"
+            );
+            (stops(&verb.text) && !verb.text.ends_with(".target")
+                || starts && args.iter().any(|w| stops(&w.text)))
+            .then(|| format!("{program} would power off, suspend or restart this machine"))
+        }
+        "init" | "telinit" => args
+            .iter()
+            .any(|w| matches!(w.text.as_str(), "0" | "6" | "1" | "s" | "S"))
+            .then(|| format!("{program} would power off or restart this machine")),
+        "killall5" => said("stop every process on this machine"),
+        "kexec" => args
+            .iter()
+            .any(|w| matches!(w.text.as_str(), "-e" | "--exec" | "-f" | "--force"))
+            .then(|| format!("{program} would restart this machine")),
+        "kill" => {
+            // The signal comes first (`-9`, `-s KILL`, `-KILL`); every
+            // other word is a process: 1 is init, -1 is every process.
+            let mut rest = args;
+            match rest.first().map(|w| w.text.as_str()) {
+                Some("-s" | "-n") => rest = rest.get(2..).unwrap_or_default(),
+                Some("--") => rest = &rest[1..],
+                Some(t) if t.starts_with('-') => rest = &rest[1..],
+                _ => {}
+            }
+            rest.iter()
+                .skip_while(|w| w.text == "--")
+                .any(|w| matches!(w.text.as_str(), "1" | "-1"))
+                .then(|| format!("{program} would stop init or every process on this machine"))
+        }
+        _ => None,
+    }
 }
 
 /// `rm -r` (any spelling of it) or `find … -delete` of `/`, the home
@@ -184,6 +255,9 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
     } else if let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) {
         forms.extend(std::fs::canonicalize(parent).ok().map(|p| p.join(name)));
     }
+    // ... and `..` taken where the kernel takes it: after the symlinks
+    // before it (`tools/../lib` with `tools` -> /usr/bin is /usr/lib).
+    forms.extend(kernel_path(cwd, &word.text));
     for form in forms {
         if word.glob {
             if let Some(hit) = glob_hits_protected(&form, home) {
@@ -196,11 +270,31 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
     None
 }
 
+/// Where path resolution takes `word` from `cwd`: every directory on the
+/// way resolved (symlinks, then `..` from where they lead), the last
+/// component followed only when a slash ends the word, as `rm` does.
+fn kernel_path(cwd: &Path, word: &str) -> Option<PathBuf> {
+    let joined = cwd.join(word);
+    let text = joined.to_string_lossy();
+    let trimmed = text.trim_end_matches('/');
+    let (dir, last) = trimmed.rsplit_once('/')?;
+    if trimmed.len() != text.len() || matches!(last, "." | "..") {
+        return std::fs::canonicalize(&joined).ok();
+    }
+    let dir = if dir.is_empty() { "/" } else { dir };
+    Some(std::fs::canonicalize(dir).ok()?.join(last))
+}
+
 /// `/`, any top-level directory, the children of a system directory, the
-/// home directory and everything above it.
+/// home directory and everything above it — and whatever is reached
+/// through the kernel's magic links (`/proc/PID/root`, `/proc/self/cwd`,
+/// `/dev/fd/N`), which lead anywhere (and name the node's own process
+/// here, another one when the command runs).
 fn is_protected(path: &Path, home: &Path) -> bool {
     let depth = path.components().count().saturating_sub(1);
     depth <= 1
+        || path.starts_with("/proc")
+        || path.starts_with("/dev/fd")
         || path
             .parent()
             .is_some_and(|p| SYSTEM_PARENTS.iter().any(|s| p == Path::new(s)))
@@ -209,15 +303,20 @@ fn is_protected(path: &Path, home: &Path) -> bool {
 
 /// A glob pattern that could name a protected directory, or empty one (a
 /// last component that matches everything: `/*`, `~/.*`, `/usr/**`).
+/// Judged by its shape alone, never by what exists now: a match can be
+/// made between the check and the run, and a flood of globs must not
+/// read directories on the node's thread.
 fn glob_hits_protected(pattern: &Path, home: &Path) -> Option<String> {
     let text = pattern.to_string_lossy();
+    let parent = pattern.parent();
+    let is_glob = |p: &Path| p.to_string_lossy().contains(['*', '?', '[']);
     let last = pattern
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
-    if let (Some(last), Some(parent)) = (last, pattern.parent())
-        && catch_all(&last)
+    if let (Some(last), Some(parent)) = (&last, parent)
+        && catch_all(last)
     {
-        let parent_protected = if parent.to_string_lossy().contains(['*', '?', '[']) {
+        let parent_protected = if is_glob(parent) {
             glob_hits_protected(parent, home).is_some()
         } else {
             is_protected(parent, home)
@@ -226,16 +325,39 @@ fn glob_hits_protected(pattern: &Path, home: &Path) -> Option<String> {
             return Some(text.into_owned());
         }
     }
-    let matcher = globset::GlobBuilder::new(&text)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .ok()?
-        .compile_matcher();
-    candidates(home)
-        .into_iter()
-        .find(|c| matcher.is_match(c))
-        .map(|c| format!("{text}, which matches {}", c.display()))
+    let matcher = |p: &Path| {
+        globset::GlobBuilder::new(&p.to_string_lossy())
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .ok()
+            .map(|g| g.compile_matcher())
+    };
+    // What it names is protected when it is at the top, under a system
+    // directory (any one its parent could match), in the magic links, or
+    // is the home directory or above it.
+    let depth = pattern.components().count().saturating_sub(1);
+    let system = || SYSTEM_PARENTS.iter().chain(["/proc", "/dev/fd"].iter());
+    let under_system = match parent {
+        Some(p) if is_glob(p) => matcher(p).is_some_and(|m| system().any(|s| m.is_match(s))),
+        Some(p) => system().any(|s| p == Path::new(s)),
+        None => false,
+    };
+    if depth <= 1 || under_system || pattern.starts_with("/proc") {
+        return Some(text.into_owned());
+    }
+    // Only a pattern as deep as one of them can match the home directory
+    // or a directory above it.
+    let home_depth = home.components().count().saturating_sub(1);
+    (depth <= home_depth)
+        .then(|| matcher(pattern))
+        .flatten()
+        .and_then(|m| {
+            home.ancestors()
+                .find(|a| m.is_match(a))
+                .map(Path::to_path_buf)
+        })
+        .map(|h| format!("{text}, which matches {}", h.display()))
 }
 
 /// A glob component with no literal name in it: it matches everything.
@@ -244,29 +366,6 @@ fn catch_all(component: &str) -> bool {
         && component
             .chars()
             .all(|c| matches!(c, '*' | '?' | '.' | '[' | ']' | '!' | '^' | '{' | '}' | ','))
-}
-
-/// The protected directories that exist here (and the usual ones that do
-/// not), for matching globs against.
-fn candidates(home: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = vec![PathBuf::from("/")];
-    let children = |dir: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .take(10_000)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    out.extend(children(Path::new("/")));
-    for parent in SYSTEM_PARENTS {
-        out.push(PathBuf::from(parent));
-        out.extend(children(Path::new(parent)));
-    }
-    out.extend(home.ancestors().map(Path::to_path_buf));
-    out
 }
 
 /// `dd of=DEVICE`, `> DEVICE`, `shred|wipefs|blkdiscard DEVICE`: a write to
@@ -402,5 +501,361 @@ mod tests {
             assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
         }
         assert_eq!(broken(&["systemctl", "status"], "/tmp"), None);
+    }
+
+    /// Each spelling below removes `/` or a system directory when a shell
+    /// (bash, or dash where it applies) runs it.
+    fn refused_in_a_shell(scripts: &[&str]) {
+        for script in scripts {
+            for shell in ["sh", "bash"] {
+                assert!(
+                    broken(&[shell, "-c", script], "/tmp").is_some(),
+                    "{shell} -c {script:?} was allowed"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn braces_arrays_and_ifs_are_expanded_as_the_shell_expands_them() {
+        refused_in_a_shell(&[
+            "rm -rf {/,}",
+            "rm -rf {/usr,/tmp/x}",
+            "rm -rf {/tmp/x,/etc/ssh}",
+            "rm -rf /{tmp/x,usr}",
+            "a=(/); rm -rf \"${a[@]}\"",
+            "a=(/tmp/x /usr); rm -rf \"${a[@]}\"",
+            "a=(/tmp/x /usr); rm -rf ${a[1]}",
+            "declare -a a=(/tmp/x /var); rm -rf \"${a[@]}\"",
+            "IFS=:; X=a:/; rm -rf $X",
+            "IFS=,; X=/tmp/x,/usr; rm -rf $X",
+        ]);
+    }
+
+    #[test]
+    fn arguments_reach_the_scripts_functions_and_aliases_they_are_given_to() {
+        refused_in_a_shell(&[
+            "f(){ rm -rf \"$1\"; }; f /",
+            "f() { rm -rf \"$@\"; }; f /tmp/x /usr",
+            "function f { rm -rf \"$2\"; }; f /tmp/x /etc",
+            "function f() { rm -r \"$*\"; }\nf /var",
+            "f() ( rm -rf \"$1\" ); f /boot",
+            "alias x='rm -rf'\nx /",
+        ]);
+        for argv in [
+            &["sh", "-c", "rm -rf \"$1\"", "_", "/"][..],
+            &["sh", "-c", "rm -rf $0", "/"],
+            &["bash", "-c", "rm -rf \"$@\"", "x", "/tmp/a", "/usr"],
+            &["sh", "-ec", "rm -rf \"${1:-/tmp/x}\"", "sh", "/etc"],
+            &["env", "sh", "-c", "rm -rf \"$2\"", "_", "a", "/var"],
+        ] {
+            assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
+        }
+        // What is given only names what runs.
+        assert_eq!(
+            broken(&["sh", "-c", "rm -rf \"$1\"", "_", "build"], "/tmp"),
+            None
+        );
+        assert_eq!(
+            broken(&["sh", "-c", "f(){ rm -rf \"$1\"; }; f build"], "/tmp"),
+            None
+        );
+    }
+
+    #[test]
+    fn string_operations_indirection_and_reads_are_evaluated() {
+        refused_in_a_shell(&[
+            "rm -rf $\"/\"",
+            "X=/; Y=X; rm -rf ${!Y}",
+            "X=/usrx; rm -rf ${X%x}",
+            "X=/usr.bak; rm -rf ${X%.*}",
+            "X=x/etc; rm -rf ${X#x}",
+            "X=a/b/etc; rm -rf /${X##*/}",
+            "X=/usrx; rm -rf ${X/x/}",
+            "X=/u_s_r; rm -rf ${X//_/}",
+            "X=/USR; rm -rf ${X,,}",
+            "X=/usr/local/lib; rm -rf ${X:0:4}",
+            "read X <<< /; rm -rf $X",
+            "read -r A B <<< 'x /var'; rm -rf $B",
+            "printf -v X /; rm -rf \"$X\"",
+            "printf -v X '%s%s' /e tc; rm -rf \"$X\"",
+        ]);
+        assert_eq!(
+            broken(&["sh", "-c", "X=/tmp/x.bak; rm -rf ${X%.bak}"], "/tmp"),
+            None
+        );
+    }
+
+    #[test]
+    fn dot_dot_after_a_symlink_is_where_the_kernel_goes() {
+        // `tools` -> /usr/bin: `../lib` from inside it is /usr/lib.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/usr/bin", dir.path().join("tools")).unwrap();
+        let ws = dir.path().to_str().unwrap();
+        for argv in [
+            &["rm", "-rf", "tools/../lib"][..],
+            &["sh", "-c", "cd tools && rm -rf ../lib"],
+            &["sh", "-c", "cd tools; rm -rf ../../etc"],
+        ] {
+            assert!(broken(argv, ws).is_some(), "{argv:?} was allowed");
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert_eq!(broken(&["rm", "-rf", "sub/../build"], ws), None);
+    }
+
+    #[test]
+    fn launchers_that_run_their_operands_are_looked_through() {
+        refused_in_a_shell(&[
+            "watch rm -rf /",
+            "watch -n 1 'rm -rf /'",
+            "strace -f -o /tmp/log rm -rf /",
+            "ltrace rm -rf /",
+            "fakeroot rm -rf /",
+            "flock /tmp/l -c 'rm -rf /'",
+            "script -qc 'rm -rf /' /dev/null",
+            "chroot / rm -rf /usr",
+            "nsenter -t 1 -m rm -rf /",
+            "unshare -m rm -rf /",
+            "systemd-run --user rm -rf ~",
+            "valgrind rm -rf /",
+            "uv run rm -rf /",
+            "poetry run rm -rf /etc",
+            "parallel rm -rf ::: /",
+            "tmux new -d 'rm -rf /'",
+            "ssh localhost rm -rf /",
+            "time -p rm -rf /",
+            "rm -rf ~+",
+            "OLDPWD=/usr; rm -rf ~-",
+        ]);
+    }
+
+    #[test]
+    fn cdpath_and_find_exec_lead_where_the_shell_and_find_go() {
+        refused_in_a_shell(&["CDPATH=/ cd usr; rm -rf .", "CDPATH=/: cd usr && rm -rf *"]);
+        for argv in [
+            &[
+                "find",
+                "/",
+                "-maxdepth",
+                "0",
+                "-exec",
+                "rm",
+                "-rf",
+                "{}",
+                "+",
+            ][..],
+            &["find", "/usr", "-exec", "rm", "-rf", "{}", ";"],
+            &[
+                "find",
+                "/",
+                "-mindepth",
+                "1",
+                "-maxdepth",
+                "1",
+                "-execdir",
+                "rm",
+                "-rf",
+                "{}",
+                "+",
+            ],
+            &["sh", "-c", "cd / && find . -maxdepth 1 -exec rm -r {} +"],
+            &[
+                "find",
+                "/tmp/x",
+                "/etc",
+                "-exec",
+                "sh",
+                "-c",
+                "rm -rf \"$0\"",
+                "{}",
+                ";",
+            ],
+        ] {
+            assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().to_str().unwrap();
+        assert_eq!(
+            broken(
+                &[
+                    "find",
+                    ".",
+                    "-name",
+                    "__pycache__",
+                    "-exec",
+                    "rm",
+                    "-rf",
+                    "{}",
+                    "+"
+                ],
+                ws
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn paths_through_the_kernels_magic_links_are_not_a_way_around() {
+        for argv in [
+            &["rm", "-rf", "/proc/1/root/"][..],
+            &["rm", "-rf", "/proc/self/root/usr"],
+            &["rm", "-rf", "/proc/thread-self/cwd/"],
+            &["sh", "-c", "cd / && rm -rf /proc/self/cwd/"],
+            &["rm", "-rf", "/dev/fd/3/"],
+        ] {
+            assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
+        }
+    }
+
+    #[test]
+    fn every_way_to_power_off_escalate_or_format_is_forbidden() {
+        for argv in [
+            &["systemctl", "start", "poweroff.target"][..],
+            &["systemctl", "isolate", "reboot.target"],
+            &["systemctl", "--no-block", "start", "halt.target"],
+            &["systemctl", "emergency"],
+            &["systemctl", "suspend"],
+            &["kill", "-9", "1"],
+            &["kill", "-s", "INT", "1"],
+            &["kill", "-KILL", "-1"],
+            &["kill", "--", "-1"],
+            &["killall5", "-9"],
+            &["telinit", "1"],
+            &["kexec", "-e"],
+            &["sh", "-c", "echo b > /proc/sysrq-trigger"],
+            &["sh", "-c", "echo o | tee /proc/sysrq-trigger"],
+            &["run0", "id"],
+            &["sudoedit", "/etc/hosts"],
+            &["mke2fs", "/dev/sdz9"],
+            &["mkswap", "/dev/sdz9"],
+        ] {
+            assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
+        }
+        for argv in [
+            &["kill", "-1", "4242"][..],
+            &["kill", "4242"],
+            &["systemctl", "status", "reboot.target"],
+            &["systemctl", "list-dependencies", "poweroff.target"],
+            &["cat", "/proc/sys/kernel/sysrq"],
+        ] {
+            assert_eq!(broken(argv, "/tmp"), None, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn a_glob_is_judged_by_its_shape_not_by_what_exists_now() {
+        // A glob over the top level or a system directory's children
+        // names the system whether or not a match exists at this moment
+        // (one can be made between the check and the run), and judging
+        // it reads no directory.
+        refused_in_a_shell(&[
+            "rm -rf /zz-not-there*",
+            "rm -rf /usr/zz-not-there*",
+            "rm -rf /*/zz-not-there",
+            "rm -rf /usr/local/zz?",
+            "rm -rf /proc/[0-9]*/root/",
+        ]);
+        for script in [
+            "rm -rf /tmp/build*",
+            "rm -rf /usr/lib/*.so",
+            "rm -rf /var/tmp/cache-*",
+        ] {
+            assert_eq!(broken(&["sh", "-c", script], "/tmp"), None, "{script}");
+        }
+    }
+
+    #[test]
+    fn judging_any_glued_text_ends_without_a_panic() {
+        const PIECES: &[&str] = &[
+            "rm ",
+            "-rf ",
+            "-r",
+            " /",
+            "/",
+            "..",
+            ".",
+            "~",
+            "*",
+            "?",
+            "[",
+            "]",
+            "{",
+            ",",
+            "}",
+            "$X",
+            "X=/;",
+            "cd ",
+            "; ",
+            "| ",
+            "find ",
+            "-delete ",
+            "-exec ",
+            "{} ",
+            "+ ",
+            "kill ",
+            "-1 ",
+            "1",
+            "systemctl ",
+            "start ",
+            "poweroff.target",
+            "> ",
+            "/proc/",
+            "self/",
+            "root/",
+            "/dev/fd/",
+            "tee ",
+            "dd ",
+            "of=",
+            "sysrq-trigger",
+            "\"",
+            "'",
+            "\\",
+            "\n",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2_000 {
+            let len = (next() % 16) as usize;
+            let script: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let _ = broken(&["sh", "-c", &script], "/tmp");
+        }
+    }
+
+    /// What the reader cannot know before the run: a command's output
+    /// (`$(…)`, backquotes, a pipe into `xargs` or a shell, a process
+    /// substitution) and what a program does with its own code.
+    #[test]
+    #[ignore = "finding: targets computed at run time (command output, stdin) are read as nothing; see the report"]
+    fn targets_computed_at_run_time_are_not_read() {
+        refused_in_a_shell(&[
+            "rm -rf \"$(echo /)\"",
+            "cd / && rm -rf \"$(pwd)\"",
+            "rm -rf `printf /usr`",
+            "echo / | xargs rm -rf",
+            "xargs rm -rf <<< /usr",
+            "echo 'rm -rf /' | sh",
+            "bash <(echo rm -rf /)",
+            "$(printf sudo) id",
+        ]);
+    }
+
+    /// Wiping the system by other verbs than removal.
+    #[test]
+    #[ignore = "finding: moving, emptying or locking a system directory is not a forbidden rule; see the report"]
+    fn moving_or_locking_the_system_away() {
+        refused_in_a_shell(&[
+            "mv /usr /tmp/x",
+            "chmod -R 000 /",
+            "chown -R nobody /etc",
+            "rm -rf /usr/lib/x86_64-linux-gnu",
+            "rm -rf /var/lib/dpkg",
+        ]);
     }
 }

@@ -312,6 +312,7 @@ impl Tools {
             exec: None,
             agent: None,
             upstream: false,
+            one_shot: false,
         };
         // `stops_itself`: a command stops its process tree on cancel (TERM,
         // grace, KILL); other work is simply abandoned.
@@ -390,6 +391,7 @@ impl Tools {
                     exec: None,
                     agent: None,
                     upstream: false,
+                    one_shot: false,
                 };
                 (
                     call,
@@ -442,6 +444,7 @@ impl Tools {
                     exec: None,
                     agent: None,
                     upstream: false,
+                    one_shot: false,
                 };
                 (
                     call,

@@ -41,6 +41,7 @@ impl Tools {
             exec: None,
             agent: None,
             upstream: true,
+            one_shot: false,
         };
         let decision = cancellable(cancel, self.policy.decide(&call, wait))
             .await

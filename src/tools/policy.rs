@@ -103,6 +103,11 @@ pub struct Call {
     /// A tool another program serves (`SERVER.TOOL`): what `SERVER.*`
     /// names, and nothing else does.
     pub upstream: bool,
+    /// It runs a script: a gateway's `allow-always` of it is spent as
+    /// `allow-once` (as OpenClaw offers only `allow-once` for a plan with a
+    /// mutable file operand), since an allowlist entry would cover the
+    /// script whatever it holds later.
+    pub one_shot: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +232,7 @@ impl Policy {
             exec: None,
             agent: None,
             upstream,
+            one_shot: false,
         };
         self.denied(&call).is_some()
     }
@@ -322,7 +328,7 @@ impl Policy {
         };
         match self.settle(call) {
             Settled::Done(decision) => decision,
-            Settled::Human if grant.always => {
+            Settled::Human if grant.always && !call.one_shot => {
                 if let Some(exec) = &call.exec {
                     self.document.allow_always(exec, call.agent.as_deref());
                 }
@@ -546,6 +552,7 @@ mod tests {
             }),
             agent: None,
             upstream: false,
+            one_shot: false,
         }
     }
 
@@ -562,6 +569,7 @@ mod tests {
             exec: None,
             agent: None,
             upstream: false,
+            one_shot: false,
         }
     }
 
@@ -615,6 +623,7 @@ mod tests {
         let forbidden = Call {
             command: "claude.Bash".into(),
             upstream: true,
+            one_shot: false,
             ..write_call()
         };
         for gate in [Gate::Ours, Gate::Risky, Gate::Headless, Gate::Human] {
@@ -684,6 +693,7 @@ mod tests {
             exec: None,
             agent: None,
             upstream: false,
+            one_shot: false,
         };
         assert_eq!(
             decide(&policy(Mode::Deny, &[], &[], dir.path()), &call).await,

@@ -67,6 +67,7 @@ impl Tools {
                 exec: None,
                 agent: inv.agent.map(str::to_owned),
                 upstream: true,
+                one_shot: false,
             };
             let verdict = cancellable(&inv.cancel, self.policy.decide(&call, inv.timeout)).await?;
             decision = Some(verdict.clone());
@@ -233,6 +234,7 @@ mod tests {
             exec: None,
             agent: None,
             upstream,
+            one_shot: false,
         };
         let wait = Duration::from_secs(1);
         assert!(matches!(

@@ -23,7 +23,8 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 
 /// The router with an environment free of the user's settings.
 pub fn router() -> Command {
-    let mut cmd = Command::new(ROUTER);
+    // A benchmark may measure another build (a release one, an older one).
+    let mut cmd = Command::new(std::env::var_os("CLAWBOT_BENCH_ROUTER").unwrap_or(ROUTER.into()));
     without_our_settings(&mut cmd);
     cmd.stdin(Stdio::null());
     cmd
