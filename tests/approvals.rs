@@ -233,10 +233,10 @@ async fn a_terminal_answer_covers_the_script_as_it_was_shown() {
 #[tokio::test(flavor = "multi_thread")]
 async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
     // Should a rule ever fail, what it let through must not wipe the
-    // machine running the tests: `rm` and `find` on the node's PATH only
-    // say they ran.
+    // machine running the tests: `rm`, `find`, `mv`, `chmod`, `chown` and
+    // `xargs` on the node's PATH only say they ran.
     let bin = tempfile::tempdir().unwrap();
-    for name in ["rm", "find"] {
+    for name in ["rm", "find", "mv", "chmod", "chown", "xargs"] {
         executable(&bin.path().join(name), "#!/bin/sh\necho \"ran $0 $*\"\n");
     }
     let path = std::env::join_paths(
@@ -271,6 +271,12 @@ async fn forbidden_rules_hold_for_every_spelling_whoever_approved() {
         json!(["/bin/sh", "-c", "r\\m -r''f /u*"]),
         json!(["find", "/", "-delete"]),
         json!(["env", "nice", "rm", "-rf", "/etc"]),
+        json!(["mv", "/usr", "/tmp/x"]),
+        json!(["chmod", "-R", "000", "/"]),
+        json!(["chown", "-R", "nobody", "/etc"]),
+        json!(["/bin/sh", "-c", "rm -rf \"$(pwd)\""]),
+        json!(["/bin/sh", "-c", "echo / | xargs rm -rf"]),
+        json!(["/bin/sh", "-c", "echo 'rm -rf /' | sh"]),
     ] {
         let run = gw.invoke("system.run", json!({"command": argv})).await;
         assert_eq!(error_code(&run), "FORBIDDEN", "{argv}: {run}");

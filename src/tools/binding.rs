@@ -139,6 +139,8 @@ impl Binding {
         for (word, script, command) in reading.commands.iter().flat_map(|c| {
             named(c, &reading.commands)
                 .into_iter()
+                // A command's output (`sh $(…)`) names no file here.
+                .filter(|(w, _)| !w.is_empty())
                 .map(move |(w, s)| (w, s, c))
         }) {
             if files.len() >= MAX_FILES {

@@ -15,7 +15,9 @@
 //! other string operations, positional parameters where a script or a
 //! function is handed them, aliases, `read <<<`, `printf -v`); a variable
 //! nobody set expands to nothing (the worst case for `rm -rf "$DIR/"`), a
-//! command substitution to nothing (its own commands are read as well),
+//! command substitution to a word marked [`Word::computed`] (its own
+//! commands are read as well; so is what `echo` or `printf` print into a
+//! shell), what `xargs` reads to one more such word,
 //! control flow is read as if every branch ran (a function's body where it
 //! stands and at each call), and what a program does with its input is
 //! not seen. It must never run anything, never touch the filesystem (callers
@@ -63,13 +65,18 @@ pub struct Word {
     pub text: String,
     /// It holds a glob character (`*`, `?`, `[`) the shell would expand.
     pub glob: bool,
+    /// Part of it is only known when it runs: a command's output (`$(…)`,
+    /// backquotes, a process substitution), or what `xargs` reads and
+    /// appends. `text` holds the rest.
+    pub computed: bool,
 }
 
 impl Word {
-    fn plain(text: &str) -> Self {
+    pub fn plain(text: &str) -> Self {
         Self {
             text: text.to_owned(),
             glob: false,
+            computed: false,
         }
     }
 }
@@ -458,8 +465,18 @@ impl Reader {
             if let Some(range) = feeding.take()
                 && end > start
             {
-                for command in &mut self.out[range] {
+                for command in &mut self.out[range.clone()] {
                     command.feeds.get_or_insert(end - 1);
+                }
+                // `echo 'SCRIPT' | sh`: the shell runs what it is printed.
+                let printed = range
+                    .last()
+                    .and_then(|producer| printed(&self.out[producer].words));
+                if let Some(script) = printed
+                    && reads_its_input(&self.out[end - 1].words)
+                {
+                    let mut inner = self.copy(state).child();
+                    self.script(&script, &mut inner, depth + 1);
                 }
             }
             feeding = Some(start..end);
@@ -755,6 +772,7 @@ impl Reader {
                             .map(|w| Word {
                                 text: w.text.replace("{}", &start.text),
                                 glob: w.glob || (w.text.contains("{}") && start.glob),
+                                computed: w.computed || (w.text.contains("{}") && start.computed),
                             })
                             .collect();
                         let mut st = self.copy(state).child();
@@ -866,6 +884,9 @@ impl Reader {
                 Part::Sub(text) => {
                     let mut inner = self.copy(state);
                     self.script(text, &mut inner, depth + 1);
+                    // Its output is a word, or several, or none: unknown.
+                    current.computed = true;
+                    started = true;
                 }
                 Part::Var {
                     name,
@@ -1364,7 +1385,16 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
                 "--eof",
             ],
             0,
-        ),
+        )
+        .map(|mut words| {
+            // What it reads is appended (or put in for `-I`'s string).
+            words.push(Word {
+                text: String::new(),
+                glob: false,
+                computed: true,
+            });
+            words
+        }),
         "busybox" | "toybox" => (!rest.is_empty()).then(|| rest.to_vec()),
         "sudo" | "doas" => skip(&["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"], 0),
         _ => return Unwrapped::Done,
@@ -1409,6 +1439,57 @@ fn has_command_flag(words: &[Word]) -> bool {
         i += 1;
     }
     false
+}
+
+/// What `echo` or `printf` given these words prints, when the words are
+/// known.
+fn printed(words: &[Word]) -> Option<String> {
+    let (program, args) = words.split_first()?;
+    if args.iter().any(|w| w.computed) {
+        return None;
+    }
+    let args: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    match base(&program.text) {
+        "echo" => {
+            let at = args
+                .iter()
+                .position(|a| !matches!(*a, "-n" | "-e" | "-E" | "-ne" | "-en"))
+                .unwrap_or(args.len());
+            Some(args[at..].join(" "))
+        }
+        "printf" => {
+            let args = args.strip_prefix(&["--"]).unwrap_or(&args);
+            let (format, rest) = args.split_first()?;
+            Some(printf(format, rest))
+        }
+        _ => None,
+    }
+}
+
+/// Whether these words are a shell that reads its script from its input:
+/// no `-c`, no script file (`sh`, `bash -s ARGS`, `sh -e`).
+fn reads_its_input(words: &[Word]) -> bool {
+    if !words.first().is_some_and(|w| is_shell(&w.text)) || has_command_flag(words) {
+        return false;
+    }
+    let mut i = 1;
+    while i < words.len() {
+        let t = words[i].text.as_str();
+        if t == "--" {
+            return i + 1 == words.len();
+        }
+        if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
+            return false;
+        }
+        if !t.starts_with("--") && t.starts_with('-') && t[1..].contains('s') {
+            return true;
+        }
+        if matches!(t, "-o" | "-O" | "+o" | "+O" | "--rcfile" | "--init-file") {
+            i += 1;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Whether the command so far is a shell, which reads what it is fed.
@@ -2441,8 +2522,9 @@ mod tests {
         let got = words_of(
             "timeout -s KILL 5 xargs -n1 busybox rm -rf /x; find / -exec rm -rf {} \\;; eval 'rm -rf /y'",
         );
+        // What xargs reads comes after its words: unknown, but a word.
         assert!(
-            got.contains(&vec!["rm".into(), "-rf".into(), "/x".into()]),
+            got.contains(&vec!["rm".into(), "-rf".into(), "/x".into(), "".into()]),
             "{got:?}"
         );
         // `{}` is where find starts: what it can find is there.

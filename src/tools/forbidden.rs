@@ -1,7 +1,8 @@
 //! The built-in forbidden rules: what no remote agent may run here, whoever
 //! approved it — privilege escalation, powering off, and wiping the disk or
 //! the system (recursive removal of `/`, the home directory or a system
-//! directory; writing a disk device).
+//! directory, moving one away or locking it with `chmod -R` and the like,
+//! whatever target is only computed when it runs; writing a disk device).
 //!
 //! A rule is judged on the command line as a shell would run it
 //! ([`super::cmdline`]): quotes and escapes undone, variables and `~`
@@ -65,6 +66,12 @@ pub fn rule_broken(exec: &Exec) -> Option<String> {
                 .commands
                 .iter()
                 .find_map(|c| removes_the_system(c, &home))
+        })
+        .or_else(|| {
+            reading
+                .commands
+                .iter()
+                .find_map(|c| takes_the_system_away(c, &home))
         })
         .or_else(|| reading.commands.iter().find_map(writes_a_disk))
 }
@@ -199,15 +206,8 @@ fn removes_the_system(command: &Command, home: &Path) -> Option<String> {
                 .take_while(|w| !w.text.starts_with(['-', '(', '!']))
                 .collect();
             if starts.is_empty() {
-                return dangerous(
-                    &Word {
-                        text: ".".into(),
-                        glob: false,
-                    },
-                    &command.cwd,
-                    home,
-                )
-                .map(|t| format!("find -delete of a system or home directory ({t})"));
+                return dangerous(&Word::plain("."), &command.cwd, home)
+                    .map(|t| format!("find -delete of a system or home directory ({t})"));
             }
             starts
         }
@@ -219,29 +219,101 @@ fn removes_the_system(command: &Command, home: &Path) -> Option<String> {
         .map(|t| format!("recursive removal of a system or home directory ({t})"))
 }
 
-/// Whether `rm`'s options ask for recursion, and its operands. As GNU rm
-/// reads them: options anywhere until `--`, clustered or apart.
-fn rm_arguments(args: &[Word]) -> (bool, Vec<&Word>) {
-    let mut recursive = false;
+/// `mv` of `/`, the home directory or a system directory (or anything that
+/// holds one) elsewhere, and `chmod -R`, `chown -R`, `chgrp -R` of one:
+/// the system wiped or locked by other verbs than removal.
+fn takes_the_system_away(command: &Command, home: &Path) -> Option<String> {
+    let program = base(&command.words.first()?.text);
+    let args = &command.words[1..];
+    let (options, operands) = split_options(args, |o| matches!(o, "-t" | "-S" | "--suffix"));
+    let (verb, targets): (&str, Vec<&Word>) = match program {
+        "mv" => {
+            // Without `-t DIR`, the last operand is where the rest go.
+            let to_dir = options
+                .iter()
+                .any(|o| o.starts_with("-t") || o.starts_with("--target-directory"));
+            let sources = if to_dir {
+                &operands[..]
+            } else {
+                &operands[..operands.len().saturating_sub(1)]
+            };
+            ("moving", sources.to_vec())
+        }
+        "chmod" | "chown" | "chgrp" => {
+            let recursive = options
+                .iter()
+                .any(|o| *o == "--recursive" || (!o.starts_with("--") && o[1..].contains('R')));
+            if !recursive {
+                return None;
+            }
+            // The mode, owner or group comes first unless a reference
+            // file or a mode spelled as an option (`chmod -R -w`) gives it.
+            let given = options.iter().any(|o| {
+                o.starts_with("--reference")
+                    || (program == "chmod" && o[1..].chars().all(|c| "rwxXst".contains(c)))
+            });
+            let skip = usize::from(!given);
+            let verb = if program == "chmod" {
+                "changing the mode of"
+            } else {
+                "changing the owner of"
+            };
+            (verb, operands.iter().skip(skip).copied().collect())
+        }
+        _ => return None,
+    };
+    targets
+        .into_iter()
+        .find_map(|w| dangerous(w, &command.cwd, home))
+        .map(|t| format!("{verb} a system or home directory ({t})"))
+}
+
+/// A GNU tool's options (anywhere until `--`; `valued` ones take the next
+/// word) and its operands.
+fn split_options(args: &[Word], valued: impl Fn(&str) -> bool) -> (Vec<&str>, Vec<&Word>) {
+    let mut options = Vec::new();
     let mut operands = Vec::new();
-    let mut options = true;
-    for word in args {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
         let t = word.text.as_str();
-        if options && t == "--" {
-            options = false;
-        } else if options && t.starts_with("--") {
-            recursive |= "--recursive".starts_with(t) && t.len() >= 3;
-        } else if options && t.starts_with('-') && t.len() > 1 {
-            recursive |= t[1..].contains(['r', 'R']);
+        if t == "--" {
+            operands.extend(words.by_ref());
+        } else if t.starts_with('-') && t.len() > 1 && !word.computed {
+            options.push(t);
+            if valued(t) {
+                // `-t DIR`: the value is the option's.
+                words.next();
+            }
         } else {
             operands.push(word);
         }
     }
+    (options, operands)
+}
+
+/// Whether `rm`'s options ask for recursion, and its operands. As GNU rm
+/// reads them: options anywhere until `--`, clustered or apart.
+fn rm_arguments(args: &[Word]) -> (bool, Vec<&Word>) {
+    let (options, operands) = split_options(args, |_| false);
+    let recursive = options.iter().any(|t| {
+        if t.starts_with("--") {
+            "--recursive".starts_with(t) && t.len() >= 3
+        } else {
+            t[1..].contains(['r', 'R'])
+        }
+    });
     (recursive, operands)
 }
 
 /// The protected directory a removal target names or holds, if any.
 fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
+    if word.computed {
+        // `$(…)`, backquotes, what `xargs` reads: it may be `/`.
+        return Some(format!(
+            "{}… is computed when it runs: name the path",
+            word.text
+        ));
+    }
     if word.text.is_empty() {
         return None;
     }
@@ -828,34 +900,78 @@ mod tests {
         }
     }
 
-    /// What the reader cannot know before the run: a command's output
-    /// (`$(…)`, backquotes, a pipe into `xargs` or a shell, a process
-    /// substitution) and what a program does with its own code.
+    /// A removal's target the reader cannot know before the run — a
+    /// command's output (`$(…)`, backquotes, a process substitution),
+    /// what `xargs` reads — is refused as if it named `/`; a shell fed a
+    /// literal script by `echo` or `printf` has that script read.
     #[test]
-    #[ignore = "finding: targets computed at run time (command output, stdin) are read as nothing; see the report"]
-    fn targets_computed_at_run_time_are_not_read() {
+    fn targets_computed_at_run_time_are_refused() {
         refused_in_a_shell(&[
             "rm -rf \"$(echo /)\"",
+            "rm -rf $(echo /)",
             "cd / && rm -rf \"$(pwd)\"",
             "rm -rf `printf /usr`",
+            "rm -rf \"$(pwd)/build\"",
+            "find \"$(echo /)\" -delete",
             "echo / | xargs rm -rf",
             "xargs rm -rf <<< /usr",
+            "xargs -I{} rm -rf {} < list",
             "echo 'rm -rf /' | sh",
-            "bash <(echo rm -rf /)",
-            "$(printf sudo) id",
+            "printf 'rm -rf %s' / | bash -s",
+            "echo 'chmod -R 000 /' | sh",
         ]);
+        // What the reader knows stays open: a computed word that is not a
+        // removal's target, a removal of named paths, a script it can read.
+        for script in [
+            "rm -f \"$(mktemp)\"",
+            "ls \"$(pwd)\"",
+            "echo / | xargs ls",
+            "rm -rf /tmp/x \"build-$(date +%s)\" 2>/dev/null; true",
+            "echo 'echo hi' | sh",
+        ] {
+            let allowed = !script.contains("build-");
+            assert_eq!(
+                broken(&["sh", "-c", script], "/tmp").is_none(),
+                allowed,
+                "{script}"
+            );
+        }
     }
 
-    /// Wiping the system by other verbs than removal.
+    /// Wiping the system by other verbs than removal: moving a protected
+    /// directory away, or taking it from everyone recursively.
     #[test]
-    #[ignore = "finding: moving, emptying or locking a system directory is not a forbidden rule; see the report"]
     fn moving_or_locking_the_system_away() {
         refused_in_a_shell(&[
             "mv /usr /tmp/x",
+            "mv -f -- /etc/ssh /tmp/x",
+            "mv -t /tmp /home",
+            "mv --target-directory=/tmp ~",
             "chmod -R 000 /",
+            "chmod --recursive a-rwx /usr/bin",
+            "chmod -R --reference=/tmp/x /etc",
             "chown -R nobody /etc",
-            "rm -rf /usr/lib/x86_64-linux-gnu",
-            "rm -rf /var/lib/dpkg",
+            "chown -hR nobody:nogroup ~",
+            "chgrp -R nogroup /var/lib",
+            "cd / && chmod -R 000 .",
+            "chmod -R 000 \"$(echo /)\"",
+            "chmod -R -w /",
         ]);
+        // Moving into a system directory, or a plain chmod of one, is an
+        // ordinary risky call; so is anything deeper than a system
+        // directory's children (`/usr/lib/x86_64-linux-gnu`).
+        for script in [
+            "mv /tmp/x /usr/local/bin/",
+            "chmod 755 /usr/local/bin",
+            "chmod -R u+w /tmp/x",
+            "chown -R nobody /tmp/x",
+            "cd / && chmod -R 755 /tmp/x",
+            "rm -rf /usr/lib/x86_64-linux-gnu",
+        ] {
+            assert!(
+                broken(&["sh", "-c", script], "/tmp").is_none(),
+                "{script} was refused"
+            );
+        }
     }
 }
