@@ -11,7 +11,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 use crate::cli::{CallArgs, CallOptions, Cli, Command, NodeArgs, NodeCommand, ServiceCommand};
-use crate::node::log::tell;
+use crate::log::tell;
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;

@@ -19,6 +19,7 @@ mod front;
 pub mod fuzzing;
 mod gateway;
 mod links;
+mod log;
 mod mcp;
 mod node;
 mod router;

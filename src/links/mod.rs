@@ -148,7 +148,7 @@ pub fn hands(
         .collect();
     let (tools, asks) = crate::tools::setup::hands(&setup, declared)?;
     if args.approval == crate::tools::policy::Mode::Ask && !asks {
-        crate::node::log::tell(
+        crate::log::tell(
             "",
             "stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)",
         );

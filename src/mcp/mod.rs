@@ -120,7 +120,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
 /// A line on stderr, at once: escaped as the log's are (a client's
 /// method names are its own words).
 fn say(message: &str) {
-    crate::node::log::tell("mcp", message);
+    crate::log::tell("mcp", message);
 }
 
 fn tool() -> Option<Tool> {

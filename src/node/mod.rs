@@ -17,7 +17,6 @@ pub mod backoff;
 mod doctor;
 mod events;
 mod lock;
-pub(crate) mod log;
 mod name;
 mod pins;
 pub(crate) mod plugin_tools;
@@ -45,10 +44,10 @@ use crate::gateway::frames::{
 };
 use crate::gateway::identity::{self, Identity, SignedFields, TokenStore};
 use crate::links::mcp_servers::Servers;
+use crate::log::{flush_log, say};
 use crate::tools::policy::Mode;
 use crate::tools::{self, Invocation, ToolError, Tools};
 use backoff::Backoff;
-use log::{flush_log, say};
 use result::{content_budget, result_frame, send_result};
 use surface::Surface;
 
@@ -151,9 +150,9 @@ fn save_gateway(state_dir: &std::path::Path, url: &str) {
 /// with `--doctor`, until the doctor session ends too.
 pub async fn run(mut options: Options) -> u8 {
     if let Some(path) = &options.log_file
-        && let Err(e) = log::to_file(path)
+        && let Err(e) = crate::log::to_file(path)
     {
-        log::tell(
+        crate::log::tell(
             "node",
             &format!("cannot write the log to {}: {e}", path.display()),
         );

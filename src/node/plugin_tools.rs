@@ -18,10 +18,10 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::log::say;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
 use crate::links::mcp_servers::Servers;
+use crate::log::say;
 use crate::tools::{Invocation, ToolError, Tools, catalog};
 
 /// The command an agent's call arrives as.

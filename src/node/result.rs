@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use super::log::say;
 use super::short;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::{InvokeError, InvokeResult};
+use crate::log::say;
 use crate::tools::ToolError;
 
 /// Bytes of content one result may carry: JSON escaping can grow text up to

@@ -2,9 +2,9 @@
 
 use serde_json::json;
 
-use super::log::say;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
+use crate::log::say;
 
 /// The gateway reports its command-surface approval through the answers to
 /// node requests; this asks (`node.runnerInventory.update`, as OpenClaw's

@@ -69,7 +69,7 @@ const MAX_DELTAS: usize = 1 << 20;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 fn say(message: &str) {
-    crate::node::log::say_as("chat", message);
+    crate::log::say_as("chat", message);
 }
 
 pub struct Options {
@@ -669,7 +669,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
         Ok(chat) => chat,
         Err(why) => {
             say(&why);
-            crate::node::log::flush_log();
+            crate::log::flush_log();
             return 1;
         }
     };
@@ -697,11 +697,11 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
             break;
         }
     }
-    crate::node::log::flush_log();
+    crate::log::flush_log();
     if stop.is_cancelled() || ok { 0 } else { 1 }
 }
 
 fn usage(why: &str) -> u8 {
-    crate::node::log::tell("chat", why);
+    crate::log::tell("chat", why);
     2
 }

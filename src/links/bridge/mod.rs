@@ -56,7 +56,7 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 const MAX_RESULT: usize = 4 << 20;
 
 fn say(message: &str) {
-    crate::node::log::say_as("bridge", message);
+    crate::log::say_as("bridge", message);
 }
 
 /// How the bridge runs.
@@ -122,7 +122,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
     {
         say("calls still stopping after 15 s; leaving");
     }
-    crate::node::log::flush_log();
+    crate::log::flush_log();
     0
 }
 
@@ -676,7 +676,7 @@ pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -
         None => serve_main(command.run, stop).await,
     };
     result.unwrap_or_else(|problem| {
-        crate::node::log::tell("bridge", &problem);
+        crate::log::tell("bridge", &problem);
         2
     })
 }
@@ -738,7 +738,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
             Ok(0)
         }
         Err(problem) => {
-            crate::node::log::tell("bridge send", &problem);
+            crate::log::tell("bridge send", &problem);
             Ok(1)
         }
     }

@@ -36,8 +36,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
 
+use crate::log::say;
 use crate::node::backoff::Backoff;
-use crate::node::log::say;
 use crate::node::plugin_tools::Offered;
 use crate::runner::{Launch, Resident};
 use crate::tools::policy::Risk;

@@ -1,4 +1,4 @@
-//! The node's log: lines on stderr (or a file), written by a thread of
+//! The log: lines on stderr (or a file), written by a thread of
 //! their own so that a reader that stops reading never stalls the node —
 //! and the only way the node, the links and `mcp` put a sentence on
 //! stderr.
