@@ -54,6 +54,8 @@ fn http_addresses_and_tokens_are_checked_before_listening() {
 struct HttpServer {
     child: Child,
     port: u16,
+    /// What the server wrote on stderr.
+    log: tempfile::NamedTempFile,
 }
 
 impl HttpServer {
@@ -69,13 +71,14 @@ impl HttpServer {
             .port();
         let mut words = vec![FAKE];
         words.extend(scenario);
+        let log = tempfile::NamedTempFile::new().unwrap();
         let child = router()
             .env("OPENCLAW_BIN", shell_words::join(&words))
             .envs(env.iter().copied())
             .args(["mcp", "--lang", "en", "--grace", "0.5"])
             .args(args)
             .args(["--http", &format!("127.0.0.1:{port}")])
-            .stderr(Stdio::null())
+            .stderr(Stdio::from(log.reopen().unwrap()))
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -83,7 +86,11 @@ impl HttpServer {
             assert!(Instant::now() < deadline, "mcp --http did not listen");
             std::thread::sleep(Duration::from_millis(20));
         }
-        HttpServer { child, port }
+        HttpServer { child, port, log }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap()
     }
 }
 
@@ -806,7 +813,14 @@ fn a_call_whose_client_hangs_up_is_cancelled_and_its_tree_stopped() {
     );
     let session = session(http.port);
     let mut conn = Conn::open(http.port);
-    send_call(&mut conn, &session, 5, "hang");
+    // Its id is the client's text, told on stderr when it hangs up.
+    conn.send(
+        "POST",
+        &session_headers(&session),
+        &json!({"jsonrpc": "2.0", "id": "a\u{1b}[2Jb\u{9b}31mc\u{202e}d", "method": "tools/call",
+                "params": {"name": "clawbot_router", "arguments": {"message": "hang"}}})
+        .to_string(),
+    );
     assert_eq!(conn.head().expect("the call's stream opens").status, 200);
     let tree = wait_for_pids(&pid_file, 2);
     drop(conn);
@@ -816,6 +830,12 @@ fn a_call_whose_client_hangs_up_is_cancelled_and_its_tree_stopped() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_all_gone(&tree);
+    let log = http.stderr();
+    assert!(
+        log.contains("b\\u{9b}31mc\\u{202e}d\" was answered")
+            && !log.contains(['\u{1b}', '\u{9b}', '\u{202e}']),
+        "told escaped: {log:?}"
+    );
     // The session lives on.
     let mut conn = Conn::open(http.port);
     conn.send(

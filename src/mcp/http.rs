@@ -35,7 +35,7 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::Server;
+use super::{Server, say};
 use budget::{Budget, Limits, Refusal, Ticket, Victim};
 
 /// The one endpoint.
@@ -143,7 +143,7 @@ pub(super) async fn serve(
     let listener = match TcpListener::bind(http.listen).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("[clawbot_router mcp] cannot listen on {}: {e}", http.listen);
+            say(&format!("cannot listen on {}: {e}", http.listen));
             return 1;
         }
     };
@@ -192,26 +192,26 @@ pub(super) async fn serve(
         bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_AT_ONCE)),
     });
     let turning_away = Arc::new(tokio::sync::Semaphore::new(TURNING_AWAY));
-    eprintln!(
-        "[clawbot_router mcp] serving MCP over Streamable HTTP at http://{at}{PATH}{}",
+    say(&format!(
+        "serving MCP over Streamable HTTP at http://{at}{PATH}{}",
         if front.token.is_some() {
             " (bearer token required)"
         } else {
             ""
         }
-    );
+    ));
     let connections = tokio_util::task::TaskTracker::new();
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             signal = &mut stop => {
-                eprintln!("[clawbot_router mcp] {}: stopping", signal.name);
+                say(&format!("{}: stopping", signal.name));
                 break;
             }
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("[clawbot_router mcp] accept failed: {e}");
+                    say(&format!("accept failed: {e}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
@@ -597,10 +597,11 @@ impl hyper::body::Body for Answer {
 impl Drop for Answer {
     fn drop(&mut self) {
         if let Some(call) = self.dropped.take() {
-            eprintln!(
-                "[clawbot_router mcp] a client closed its connection before request {} was answered: cancelling it",
+            // The id is the client's text: escaped as every log line is.
+            say(&format!(
+                "a client closed its connection before request {} was answered: cancelling it",
                 call.id
-            );
+            ));
             call.cancel();
         }
     }

@@ -60,7 +60,7 @@ const MAX_ANSWER: usize = 4 << 20;
 const MAX_OUTPUT: usize = 256 << 10;
 
 fn say(message: &str) {
-    crate::node::log::say_as("poll", message);
+    crate::log::say_as("poll", message);
 }
 
 pub struct Options {
@@ -561,14 +561,14 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             Err(e) => say(&format!("disconnect failed: {e}")),
         }
     }
-    crate::node::log::flush_log();
+    crate::log::flush_log();
     0
 }
 
 /// `clawbot_router poll …`; the exit code.
 pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
     let usage = |why: String| {
-        crate::node::log::tell("poll", &why);
+        crate::log::tell("poll", &why);
         2
     };
     let api = match Service::parse(&args.api, true) {
@@ -604,7 +604,7 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         replay: match Replay::open(&state_dir, "poll", api.shown()) {
             Ok(replay) => replay,
             Err(why) => {
-                eprintln!("[clawbot_router poll] {why}");
+                crate::log::tell("poll", &why);
                 return 1;
             }
         },
