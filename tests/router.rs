@@ -758,8 +758,18 @@ fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
     // The pid file lists the grandchild, then openclaw itself.
     let tree = wait_for_pids(&pid_file, 2);
     let leader = tree[1];
-    let children = children_of(router.0.id() as i32);
-    let sentinels: Vec<i32> = children.into_iter().filter(|p| *p != leader).collect();
+    // The sentinel is forked just after openclaw starts: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let sentinels: Vec<i32> = loop {
+        let others: Vec<i32> = children_of(router.0.id() as i32)
+            .into_iter()
+            .filter(|p| *p != leader)
+            .collect();
+        if !others.is_empty() || std::time::Instant::now() > deadline {
+            break others;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert_eq!(
         sentinels.len(),
         1,
@@ -775,6 +785,46 @@ fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
     unsafe {
         libc::kill(tree[0], libc::SIGKILL);
     }
+}
+
+/// A sentinel someone killed mid-call is replaced, and the new one is
+/// given the running call's group: the whole tree still goes with us.
+#[test]
+fn a_sentinel_killed_mid_call_is_replaced_and_still_covers_the_call() {
+    let dir = tempdir();
+    let pid_file = dir.path().join("pids");
+    let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
+        .args(["-m", "hi", "--timeout", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut router = KillOnDrop(router);
+    let tree = wait_for_pids(&pid_file, 2);
+    let leader = tree[1];
+    let others = |but: &[i32]| -> Vec<i32> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found: Vec<i32> = children_of(router.0.id() as i32)
+                .into_iter()
+                .filter(|p| *p != leader && !but.contains(p))
+                .collect();
+            if !found.is_empty() || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let first = others(&[]);
+    assert_eq!(first.len(), 1, "the sentinel: {first:?}");
+    unsafe {
+        libc::kill(first[0], libc::SIGKILL);
+    }
+    let second = others(&first);
+    assert_eq!(second.len(), 1, "a new sentinel: {second:?}");
+    router.0.kill().unwrap();
+    router.0.wait().unwrap();
+    assert_gone_in_time(&tree, "the tree");
 }
 
 // ---- 7. Spawn failure (§3.5.1) --------------------------------------------

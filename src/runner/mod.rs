@@ -218,6 +218,7 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     };
     let (end, mut status) = tokio::select! {
         status = tree.wait() => (End::Exited, status.ok()),
+        never = keep_the_sentinel() => match never {},
         _ = tokio::time::sleep_until(deadline) => (End::TimedOut, None),
         _ = &mut cancel => (End::Cancelled, None),
         _ = json_complete => {
@@ -251,6 +252,17 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
 /// TERM the whole tree, give it `grace` to exit and close the pipe, then KILL
 /// whatever is left. Returns the leader's status when it could be reaped.
 /// (`pump`: the pipes to see closed; a resident child's are its user's.)
+/// While a run goes on, a sentinel someone killed is replaced within a
+/// second (and given every group still watched): the run stays covered if
+/// we are killed next. Never ends.
+async fn keep_the_sentinel() -> std::convert::Infallible {
+    loop {
+        sleep(Duration::from_secs(1)).await;
+        #[cfg(target_os = "linux")]
+        sentinel::pid();
+    }
+}
+
 async fn stop_tree(
     tree: &mut platform::Tree,
     mut status: Option<ExitStatus>,

@@ -11,12 +11,17 @@
 //!   closes that end however we die, and on end-of-file the sentinel stops
 //!   every process group we registered and every process carrying one of
 //!   our run tags: TERM (and CONT) at once, KILL from 400 ms on, done within
-//!   a second (BENCHMARKS.md, item 8).
+//!   a second (BENCHMARKS.md, item 13).
 //!
 //! Why a forked process and not an exec'd helper: it starts once per
 //! process, on the router's hot path (a fork of the small executable costs
 //! a fraction of an exec, measured in BENCHMARKS.md item 1), and needs no
-//! executable of its own on disk. The price is that the forked child may
+//! executable of its own on disk.
+//!
+//! A command we run is ours to run as the same user, and may kill the
+//! sentinel. Its death is noticed at the next spawn, the next scan for
+//! orphans or the next record (whichever comes first), and a new sentinel
+//! is given every group still watched. The price is that the forked child may
 //! only make raw system calls: we are multi-threaded, so any lock another
 //! thread held at the fork stays held for ever in the child. The code below
 //! the fork allocates nothing, formats nothing, cannot panic, and touches
@@ -44,7 +49,17 @@ struct Sentinel {
     life: OwnedFd,
 }
 
-static SENTINEL: Mutex<Option<Sentinel>> = Mutex::new(None);
+/// The sentinel, and the groups it watches: what a new one is given if
+/// the last one was killed.
+struct Watch {
+    sentinel: Option<Sentinel>,
+    groups: Vec<libc::pid_t>,
+}
+
+static WATCH: Mutex<Watch> = Mutex::new(Watch {
+    sentinel: None,
+    groups: Vec::new(),
+});
 
 /// Groups the sentinel can hold at once. Beyond that, a run's group goes
 /// unregistered: its tagged members are still swept.
@@ -62,54 +77,73 @@ const BETWEEN_KILLS_MS: i64 = 100;
 /// Makes sure the sentinel runs (starting it if need be) and returns
 /// whether it does.
 pub fn ensure() -> bool {
-    let mut sentinel = SENTINEL.lock().unwrap_or_else(|e| e.into_inner());
-    if sentinel.is_none() {
-        *sentinel = start().ok();
-    }
-    sentinel.is_some()
+    let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    watch.revive();
+    watch.sentinel.is_some()
 }
 
 /// Registers a run's process group: if we die, it is stopped.
 pub fn watch(pgid: libc::pid_t) {
-    send(ADD, pgid);
+    let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if watch.groups.len() < GROUPS {
+        watch.groups.push(pgid);
+    }
+    watch.send(ADD, pgid);
 }
 
 /// The run is over and its group checked: forget it (the number may be
 /// reused by an unrelated process).
 pub fn unwatch(pgid: libc::pid_t) {
-    send(REMOVE, pgid);
+    let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    watch.groups.retain(|g| *g != pgid);
+    watch.send(REMOVE, pgid);
 }
 
-/// The sentinel's pid: our child, but never one of a run's orphans.
+/// The sentinel's pid (our child, but never one of a run's orphans),
+/// after replacing one that was killed.
 pub fn pid() -> Option<libc::pid_t> {
-    SENTINEL
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map(|s| s.pid)
+    let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if watch.sentinel.is_some() {
+        watch.revive();
+    }
+    watch.sentinel.as_ref().map(|s| s.pid)
 }
 
-fn send(op: i32, pgid: libc::pid_t) {
-    let mut guard = SENTINEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(sentinel) = guard.as_ref() else {
-        return;
-    };
-    let mut record = [0u8; RECORD];
-    record[..4].copy_from_slice(&op.to_ne_bytes());
-    record[4..].copy_from_slice(&pgid.to_ne_bytes());
-    // SAFETY: a write of a local buffer to our own descriptor.
-    let written = unsafe { libc::write(sentinel.life.as_raw_fd(), record.as_ptr().cast(), RECORD) };
-    if written != RECORD as isize && io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE)
-    {
-        // It died (someone killed it): the next spawn starts another.
-        // SAFETY: reaping our own child, without blocking.
-        unsafe {
-            libc::waitpid(sentinel.pid, std::ptr::null_mut(), libc::WNOHANG);
+impl Watch {
+    /// Starts a sentinel when none runs or the last one is dead, and gives
+    /// a new one every group still watched.
+    fn revive(&mut self) {
+        if let Some(sentinel) = &self.sentinel {
+            // SAFETY: a non-blocking wait for our own child. 0: it runs;
+            // its pid (reaped now) or an error (not our child any more):
+            // it is gone.
+            let waited =
+                unsafe { libc::waitpid(sentinel.pid, std::ptr::null_mut(), libc::WNOHANG) };
+            if waited == 0 {
+                return;
+            }
+            self.sentinel = None;
         }
-        *guard = None;
+        self.sentinel = start().ok();
+        for pgid in self.groups.clone() {
+            self.send(ADD, pgid);
+        }
     }
-    // EAGAIN: a stopped sentinel with a full pipe; the record is lost, the
-    // tag sweep still covers the group's tagged members.
+
+    fn send(&mut self, op: i32, pgid: libc::pid_t) {
+        let Some(sentinel) = self.sentinel.as_ref() else {
+            return;
+        };
+        let mut record = [0u8; RECORD];
+        record[..4].copy_from_slice(&op.to_ne_bytes());
+        record[4..].copy_from_slice(&pgid.to_ne_bytes());
+        // SAFETY: a write of a local buffer to our own descriptor.
+        unsafe { libc::write(sentinel.life.as_raw_fd(), record.as_ptr().cast(), RECORD) };
+        // EPIPE: it died (someone killed it); `revive`, at the next spawn
+        // or scan, starts another and gives it this group. EAGAIN: a
+        // stopped sentinel with a full pipe; the record is lost, the tag
+        // sweep still covers the group's tagged members.
+    }
 }
 
 fn start() -> io::Result<Sentinel> {

@@ -244,8 +244,9 @@ fn die_with_us(cmd: &mut tokio::process::Command) {
                 return Err(io::Error::last_os_error());
             }
             // We died between the fork and the prctl: nobody will send it.
+            // (No allocation between fork and exec: a raw error code.)
             if libc::getppid() != parent {
-                return Err(io::Error::other("the parent died before the child started"));
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         });
