@@ -13,6 +13,11 @@
 //! execution") — and more strictly: its identity of a program is a path,
 //! ours is the file (device, inode, size, modification and change times),
 //! and it binds a script's content only, ours its content and its file.
+//! What cannot be bound is not approved at all ([`Drift::Unbindable`]):
+//! code loaded by a module or package name (`python3 -m`, `perl -M`,
+//! `ruby -r`, `node --require pkg`), `env -C`, files run from a directory
+//! only known when it runs, a command line too large to read or naming
+//! more files than a binding holds — as OpenClaw refuses such shapes.
 //!
 //! Which files a command line runs is read with [`super::cmdline`]: each
 //! command's program (found on `PATH` from where it runs), the script an
@@ -58,6 +63,10 @@ pub struct Binding {
     files: Vec<Bound>,
     env: Option<String>,
     env_keys: Vec<String>,
+    /// Why no approval can cover this command line, if none can: it runs
+    /// code this binding cannot pin down (OpenClaw refuses such shapes at
+    /// prepare too).
+    unbindable: Option<String>,
 }
 
 /// A file as the filesystem knows it.
@@ -98,6 +107,8 @@ pub enum Drift {
     Cwd,
     /// A program or a script is another file, or changed.
     File { word: String },
+    /// The approved command line could not be bound at all.
+    Unbindable { why: String },
 }
 
 impl Drift {
@@ -120,6 +131,9 @@ impl Drift {
             Drift::File { word } => format!(
                 "SYSTEM_RUN_DENIED: approval script operand changed before execution ({word:?} is not the file that was approved)"
             ),
+            Drift::Unbindable { why } => {
+                format!("SYSTEM_RUN_DENIED: approval cannot safely bind this command: {why}")
+            }
         };
         ToolError::new("SYSTEM_RUN_DENIED", message)
     }
@@ -136,6 +150,10 @@ impl Binding {
         let mut seen: std::collections::HashMap<PathBuf, usize> = Default::default();
         let mut unfound = std::collections::HashSet::new();
         let mut hashing = HASH_AT_MOST;
+        let mut unbindable = reading
+            .incomplete
+            .then(|| "its command line is too large or too deeply nested to read".to_owned())
+            .or_else(|| reading.commands.iter().find_map(loads_unnamed_code));
         for (word, script, command) in reading.commands.iter().flat_map(|c| {
             named(c, &reading.commands)
                 .into_iter()
@@ -144,6 +162,13 @@ impl Binding {
                 .map(move |(w, s)| (w, s, c))
         }) {
             if files.len() >= MAX_FILES {
+                unbindable.get_or_insert_with(|| format!("it names more than {MAX_FILES} files"));
+                break;
+            }
+            if command.cwd.to_string_lossy().contains('\0') {
+                unbindable.get_or_insert_with(|| {
+                    "it runs files from a directory only known when it runs".to_owned()
+                });
                 break;
             }
             let file = locate(&word, command).as_deref().and_then(identity);
@@ -184,11 +209,20 @@ impl Binding {
             files,
             env: environment::fingerprint(requested),
             env_keys,
+            unbindable,
         }
+    }
+
+    /// Why no approval can cover this command line, if none can.
+    pub fn unbindable(&self) -> Option<&str> {
+        self.unbindable.as_deref()
     }
 
     /// Whether `now` is what this binding covers.
     pub fn check(&self, now: &Binding) -> Result<(), Drift> {
+        if let Some(why) = self.unbindable.as_ref().or(now.unbindable.as_ref()) {
+            return Err(Drift::Unbindable { why: why.clone() });
+        }
         if self.env != now.env {
             return Err(match self.env {
                 None => Drift::EnvMissing {
@@ -341,6 +375,71 @@ fn glob_matches(word: &str, cwd: &Path) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// Options by which an interpreter loads code its command line names only
+/// by a module or package name, found on a search path when it runs
+/// (`python3 -m job`, `perl -MFoo`, `ruby -rfoo`, `node --require pkg`),
+/// or a launcher that moves to another directory (`env -C DIR`): nothing
+/// here can be bound, so OpenClaw refuses to approve them, and so do we.
+fn loads_unnamed_code(command: &Command) -> Option<String> {
+    let (program, args) = command.words.split_first()?;
+    let name = base(&program.text);
+    let args: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    let options = args
+        .iter()
+        .take_while(|a| a.starts_with('-') && **a != "--");
+    let found = |flags: &[&str]| {
+        options
+            .clone()
+            .find(|a| {
+                flags
+                    .iter()
+                    .any(|f| a.starts_with(f) && !(f.len() == 2 && a.starts_with("--")))
+            })
+            .map(|a| format!("{name} {a} loads code found only when it runs"))
+    };
+    if name.starts_with("python") {
+        found(&["-m"])
+    } else if name.starts_with("perl") {
+        found(&["-M", "-m", "-I"])
+    } else if name.starts_with("ruby") {
+        found(&["-r", "-I", "--require"])
+    } else if matches!(name, "node" | "nodejs" | "bun" | "deno") {
+        // A file (`-r ./hook.js`) is bound; a package is not.
+        let mut words = args.iter();
+        while let Some(a) = words.next() {
+            let value = match *a {
+                "-r" | "--require" | "--import" | "--loader" | "--experimental-loader" => {
+                    words.next().copied()
+                }
+                a => [
+                    "--require=",
+                    "--import=",
+                    "--loader=",
+                    "--experimental-loader=",
+                ]
+                .iter()
+                .find_map(|p| a.strip_prefix(p)),
+            };
+            if let Some(value) = value
+                && !value.contains('/')
+            {
+                return Some(format!(
+                    "{name} loads the package {value:?}, found only when it runs"
+                ));
+            }
+        }
+        None
+    } else if name == "env" {
+        args.iter()
+            .find(|a| {
+                **a == "-C" || a.starts_with("--chdir") || (a.starts_with("-C") && a.len() > 2)
+            })
+            .map(|_| "env -C moves it to another directory first".to_owned())
+    } else {
+        None
+    }
 }
 
 /// What a command's own words say it runs.
@@ -926,5 +1025,63 @@ mod tests {
             bound.check(&binding(&argv, dir.path(), &[])),
             Err(Drift::File { .. })
         ));
+    }
+
+    /// `builtin cd` / `command cd` / `eval cd` move the shell: the script
+    /// bound is the one in the new directory (it was the old one's).
+    #[test]
+    fn a_cd_behind_builtin_command_or_eval_binds_the_script_that_runs() {
+        for script in [
+            "builtin cd sub && ./x.sh",
+            "command cd sub && ./x.sh",
+            "eval cd sub; ./x.sh",
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("sub")).unwrap();
+            std::fs::write(dir.path().join("x.sh"), "echo decoy\n").unwrap();
+            std::fs::write(dir.path().join("sub/x.sh"), "echo approved\n").unwrap();
+            let argv = ["bash", "-c", script];
+            let approved = binding(&argv, dir.path(), &[]);
+            rewrite(&dir.path().join("sub/x.sh"), "echo NOT approved\n");
+            assert!(
+                approved.check(&binding(&argv, dir.path(), &[])).is_err(),
+                "{script}: sub/x.sh was rewritten after approval and still runs"
+            );
+        }
+    }
+
+    /// `python3 -m mod` runs ./mod.py from the working directory, found
+    /// when it runs: no approval covers it (OpenClaw refuses to approve a
+    /// shape it cannot bind), however it was approved.
+    #[test]
+    fn code_loaded_by_module_name_cannot_be_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("job.py"), "print('approved')\n").unwrap();
+        let argv = ["python3", "-m", "job"];
+        let approved = binding(&argv, dir.path(), &[]);
+        rewrite(&dir.path().join("job.py"), "print('NOT approved')\n");
+        assert!(approved.check(&binding(&argv, dir.path(), &[])).is_err());
+    }
+
+    /// Past MAX_FILES bound files the rest of the command line went
+    /// unbound, silently: a script named after 256 other files could be
+    /// rewritten after approval. Now no approval covers such a line.
+    #[test]
+    fn a_command_line_naming_too_many_files_cannot_be_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut line = String::from("ls");
+        for i in 0..300 {
+            let f = dir.path().join(format!("t{i}"));
+            std::fs::write(&f, "").unwrap();
+            std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            line.push_str(&format!(" ./t{i}"));
+        }
+        line.push_str("; sh job.sh");
+        std::fs::write(dir.path().join("job.sh"), "echo approved\n").unwrap();
+        let argv = ["sh", "-c", line.as_str()];
+        let approved = binding(&argv, dir.path(), &[]);
+        rewrite(&dir.path().join("job.sh"), "echo NOT approved\n");
+        assert!(approved.check(&binding(&argv, dir.path(), &[])).is_err());
     }
 }

@@ -39,6 +39,13 @@ const BUDGET: usize = 50_000;
 /// Words one brace expansion makes at most (`{a,b}{c,d}…`); more, and
 /// the reading is incomplete.
 const MAX_BRACES: usize = 1024;
+/// Stands, inside a value being read, for text only known when the command
+/// runs: a command's output, a variable or parameter the reading never saw
+/// set, the result of an operation too costly to compute. NUL, because no
+/// argument, path or variable of a real run can hold one: it travels
+/// through assignments, loops and string operations as any text does, and
+/// a word holding it comes out [`Word::computed`] (without it).
+const UNKNOWN: char = '\0';
 
 /// One simple command, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +175,7 @@ struct State {
     /// any of them.
     arrays: HashMap<String, Vec<String>>,
     /// `$0`, `$1`, …: known where a script is handed them (`sh -c SCRIPT
-    /// NAME ARGS…`, a function's call); unknown (empty) elsewhere.
+    /// NAME ARGS…`, a function's call); unknown elsewhere.
     args: Option<Vec<String>>,
     /// Functions defined so far, by name: their bodies, read again at
     /// each call with its arguments.
@@ -176,6 +183,9 @@ struct State {
     /// Aliases defined so far (expanded whether or not the shell would:
     /// dash does, bash with `expand_aliases`).
     aliases: HashMap<String, String>,
+    /// The `read` being read was given its text (a here-string or a
+    /// here-document); any other `read` takes what is only known then.
+    read_fed: bool,
 }
 
 impl State {
@@ -187,6 +197,7 @@ impl State {
             args: None,
             functions: HashMap::new(),
             aliases: HashMap::new(),
+            read_fed: false,
         }
     }
 
@@ -608,9 +619,15 @@ impl Reader {
         }
         let mut vars = state.vars.clone();
         vars.extend(assigned);
-        match words[0].text.as_str() {
+        // `builtin cd`, `command cd`: the same builtin.
+        let head = words
+            .iter()
+            .position(|w| !matches!(w.text.as_str(), "builtin" | "command"))
+            .unwrap_or(0);
+        let own = &words[head..];
+        match own[0].text.as_str() {
             "cd" | "pushd" => {
-                let target = words
+                let target = own
                     .iter()
                     .skip(1)
                     .find(|w| w.text == "-" || !w.text.starts_with('-'));
@@ -646,7 +663,7 @@ impl Reader {
                 }
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
-                for word in &words[1..] {
+                for word in &own[1..] {
                     if let Some((name, value)) = word.text.split_once('=')
                         && is_name(name)
                     {
@@ -654,22 +671,73 @@ impl Reader {
                     }
                 }
             }
-            "printf" if words.get(1).is_some_and(|w| w.text == "-v") => {
+            "printf" if own.get(1).is_some_and(|w| w.text == "-v") => {
                 // `printf -v NAME FORMAT ARGS…`: NAME holds what it prints.
-                if let (Some(name), Some(format)) = (words.get(2), words.get(3)) {
-                    let args: Vec<&str> = words[4..].iter().map(|w| w.text.as_str()).collect();
+                if let (Some(name), Some(format)) = (own.get(2), own.get(3)) {
+                    let args: Vec<&str> = own[4..].iter().map(|w| w.text.as_str()).collect();
                     state
                         .vars
                         .insert(name.text.clone(), printf(&format.text, &args));
                 }
             }
             "alias" => {
-                for word in &words[1..] {
+                for word in &own[1..] {
                     if let Some((name, value)) = word.text.split_once('=')
                         && !name.is_empty()
                     {
                         state.aliases.insert(name.to_owned(), value.to_owned());
                     }
+                }
+            }
+            // `eval TEXT` runs in this shell: what it sets and where it
+            // goes stay for the rest of the script.
+            "eval" => {
+                let text: Vec<&str> = own[1..].iter().map(|w| w.text.as_str()).collect();
+                self.script(&text.join(" "), state, depth + 1);
+                return;
+            }
+            // `set -- A B`, `set -e A`: the positional parameters.
+            "set" => {
+                let mut rest = own[1..].iter().peekable();
+                let mut ended = false;
+                while let Some(w) = rest.peek() {
+                    if w.text == "--" {
+                        ended = true;
+                        rest.next();
+                        break;
+                    }
+                    if !w.text.starts_with(['-', '+']) {
+                        break;
+                    }
+                    // `-o NAME`: the option's value.
+                    if matches!(w.text.as_str(), "-o" | "+o") {
+                        rest.next();
+                    }
+                    rest.next();
+                }
+                let given: Vec<String> = rest.map(|w| w.text.clone()).collect();
+                if ended || !given.is_empty() {
+                    let zero = state
+                        .args
+                        .as_ref()
+                        .and_then(|a| a.first().cloned())
+                        .unwrap_or_default();
+                    state.args = Some(std::iter::once(zero).chain(given).collect());
+                }
+            }
+            // `trap 'CMD' SIGNAL…`: CMD runs later, in this shell.
+            "trap" => {
+                if let Some(action) = own.get(1).filter(|w| !w.text.starts_with('-')) {
+                    let mut inner = self.copy(state);
+                    self.script(&action.text, &mut inner, depth + 1);
+                }
+            }
+            // What `read` and `mapfile` take from a file or a pipe is
+            // unknown (a here-string or here-document is read above).
+            "read" | "mapfile" | "readarray" if !std::mem::take(&mut state.read_fed) => {
+                for word in own[1..].iter().filter(|w| is_name(&w.text)) {
+                    state.vars.insert(word.text.clone(), UNKNOWN.to_string());
+                    state.arrays.remove(&word.text);
                 }
             }
             _ => {}
@@ -799,7 +867,18 @@ impl Reader {
         state.clone()
     }
 
-    fn push(&mut self, command: Command) {
+    fn push(&mut self, mut command: Command) {
+        for word in command
+            .words
+            .iter_mut()
+            .chain(&mut command.redirects)
+            .chain(&mut command.inputs)
+        {
+            if word.text.contains(UNKNOWN) {
+                word.text.retain(|c| c != UNKNOWN);
+                word.computed = true;
+            }
+        }
         if self.spend(1 + command.words.len()) {
             self.out.push(command);
         }
@@ -885,7 +964,7 @@ impl Reader {
                     let mut inner = self.copy(state);
                     self.script(text, &mut inner, depth + 1);
                     // Its output is a word, or several, or none: unknown.
-                    current.computed = true;
+                    current.text.push(UNKNOWN);
                     started = true;
                 }
                 Part::Var {
@@ -989,8 +1068,11 @@ impl Reader {
             None => self.lookup(name, state),
         };
         let Some(op) = op else {
-            return value.unwrap_or_default();
+            return value.unwrap_or_else(|| UNKNOWN.to_string());
         };
+        if value.as_ref().is_some_and(|v| v.contains(UNKNOWN)) {
+            return UNKNOWN.to_string();
+        }
         let value_or_empty = value.clone().unwrap_or_default();
         match op {
             VarOp::Default(op, colon, word) => {
@@ -1082,7 +1164,13 @@ impl Reader {
                             Some(args.iter().skip(1).cloned().collect::<Vec<_>>().join(" "))
                         }
                         "#" => Some(args.len().saturating_sub(1).to_string()),
-                        _ => args.get(name.parse::<usize>().ok()?).cloned(),
+                        // Past the last argument: known to be empty.
+                        _ => Some(
+                            name.parse::<usize>()
+                                .ok()
+                                .and_then(|n| args.get(n).cloned())
+                                .unwrap_or_default(),
+                        ),
                     }
                 }
                 _ => state.vars.get(name).cloned(),
@@ -1388,11 +1476,7 @@ fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
         )
         .map(|mut words| {
             // What it reads is appended (or put in for `-I`'s string).
-            words.push(Word {
-                text: String::new(),
-                glob: false,
-                computed: true,
-            });
+            words.push(Word::plain(&UNKNOWN.to_string()));
             words
         }),
         "busybox" | "toybox" => (!rest.is_empty()).then(|| rest.to_vec()),
@@ -1445,7 +1529,7 @@ fn has_command_flag(words: &[Word]) -> bool {
 /// known.
 fn printed(words: &[Word]) -> Option<String> {
     let (program, args) = words.split_first()?;
-    if args.iter().any(|w| w.computed) {
+    if args.iter().any(|w| w.computed || w.text.contains(UNKNOWN)) {
         return None;
     }
     let args: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
@@ -1995,9 +2079,11 @@ fn var_op(rest: &str) -> Option<VarOp> {
     }
 }
 
-/// Values longer than this are left as they are by pattern operations
-/// (each tries every prefix or suffix).
+/// Values longer than this come out of a pattern operation unknown (it
+/// tries every prefix or suffix): the work one expansion does is bounded.
 const PATTERN_VALUE_AT_MOST: usize = 4096;
+/// The same for `${X/p/r}`, which tries every start with every end.
+const REPLACE_VALUE_AT_MOST: usize = 256;
 
 fn pattern_matcher(pattern: &str) -> Option<globset::GlobMatcher> {
     globset::GlobBuilder::new(pattern)
@@ -2010,8 +2096,10 @@ fn pattern_matcher(pattern: &str) -> Option<globset::GlobMatcher> {
 
 /// `${X#p}`, `${X##p}`, `${X%p}`, `${X%%p}`.
 fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> String {
-    let Some(matcher) = pattern_matcher(pattern).filter(|_| value.len() <= PATTERN_VALUE_AT_MOST)
-    else {
+    if value.len() > PATTERN_VALUE_AT_MOST {
+        return UNKNOWN.to_string();
+    }
+    let Some(matcher) = pattern_matcher(pattern) else {
         return value.to_owned();
     };
     let cuts: Vec<usize> = value
@@ -2045,9 +2133,11 @@ fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> String {
 /// `${X/p/r}` and its kinds: the longest match at the first place one
 /// starts (every place, with `//`).
 fn replace(value: &str, pattern: &str, with: &str, all: bool, anchor: Option<char>) -> String {
-    let Some(matcher) = pattern_matcher(pattern)
-        .filter(|_| value.len() <= PATTERN_VALUE_AT_MOST && !pattern.is_empty())
-    else {
+    // Every start tried with every end: cubic in the value's length.
+    if value.len() > REPLACE_VALUE_AT_MOST {
+        return UNKNOWN.to_string();
+    }
+    let Some(matcher) = pattern_matcher(pattern).filter(|_| !pattern.is_empty()) else {
         return value.to_owned();
     };
     let cuts: Vec<usize> = value
@@ -2192,6 +2282,7 @@ fn brace_sequence(inside: &str) -> Option<Vec<String>> {
 /// `read [OPTIONS] NAMES…` given `text`: a field per name, the last
 /// taking the rest (`-a NAME`: an array of every field).
 fn read_into(args: &[Raw], text: &str, state: &mut State) {
+    state.read_fed = true;
     let mut names = Vec::new();
     let mut array = None;
     let mut i = 0;
@@ -2355,10 +2446,15 @@ fn ansi_c(chars: &[char], mut i: usize) -> (String, usize) {
                     'e' | 'E' => out.push('\x1b'),
                     'f' => out.push('\x0c'),
                     'v' => out.push('\x0b'),
-                    'x' => {
+                    'x' | 'u' | 'U' => {
+                        let digits = match e {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
                         let hex: String = chars[i..]
                             .iter()
-                            .take(2)
+                            .take(digits)
                             .take_while(|c| c.is_ascii_hexdigit())
                             .collect();
                         i += hex.len();
@@ -2460,7 +2556,9 @@ mod tests {
         );
         assert_eq!(
             words_of("echo ${NOPE:-/} ${HOME:+set} $NOPE"),
-            [["echo", "/", "set"]]
+            // A variable the reading never saw set may be set when it
+            // runs: a word, computed.
+            [["echo", "/", "set", ""]]
         );
         assert_eq!(
             words_of(r#"X="a b"; echo $X "$X""#),
@@ -2724,5 +2822,27 @@ mod tests {
         ] {
             assert_eq!(lexical(Path::new(given)), PathBuf::from(want), "{given}");
         }
+    }
+
+    /// `${X//*b/c}` tries every start with every end (cubic in the value):
+    /// on a long value it is unknown instead (a 1,000-character value held
+    /// the node's thread for seconds per expansion; 4,000 for minutes).
+    #[test]
+    fn pattern_operations_are_bounded_in_time() {
+        let long = "a".repeat(1000);
+        let read = read_script(
+            &format!("X={long}; echo ${{X//*b/c}} ${{X#*a}} ${{X/a/b}}"),
+            Path::new("/tmp"),
+            vars(),
+        );
+        let words = &read.commands[0].words;
+        // The replacement is past its bound: unknown. Trimming is not.
+        assert!(words[1].computed && words[1].text.is_empty(), "{words:?}");
+        assert_eq!(words[2].text, "a".repeat(999));
+        assert!(words[3].computed);
+        assert_eq!(
+            words_of("X=abcb; echo ${X//b/c} ${X/b}"),
+            [["echo", "accc", "acb"]]
+        );
     }
 }

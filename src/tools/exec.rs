@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ToolError;
-use super::binding::Binding;
+use super::binding::{Binding, Drift};
 use super::policy::{Call, Exec, Risk};
 use crate::runner::{self, End, Outcome};
 
@@ -399,6 +399,12 @@ pub fn prepare(
         bound: None,
     };
     let binding = Binding::of(&exec, &requested(env));
+    if let Some(why) = binding.unbindable() {
+        return Err(Drift::Unbindable {
+            why: why.to_owned(),
+        }
+        .error());
+    }
     let mut plan = json!({
         "argv": p.command,
         "cwd": cwd,

@@ -65,13 +65,10 @@ pub fn rule_broken(exec: &Exec) -> Option<String> {
             reading
                 .commands
                 .iter()
-                .find_map(|c| removes_the_system(c, &home))
-        })
-        .or_else(|| {
-            reading
-                .commands
-                .iter()
-                .find_map(|c| takes_the_system_away(c, &home))
+                .flat_map(as_each_it_may_be)
+                .find_map(|c| {
+                    removes_the_system(&c, &home).or_else(|| takes_the_system_away(&c, &home))
+                })
         })
         .or_else(|| reading.commands.iter().find_map(writes_a_disk))
 }
@@ -185,6 +182,23 @@ fn powers_off(command: &Command) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A command as it runs, or, when its program is only known then
+/// (`$(echo rm) -rf /usr`), as each program a removal rule knows.
+fn as_each_it_may_be(command: &Command) -> Vec<std::borrow::Cow<'_, Command>> {
+    use std::borrow::Cow;
+    if !command.words.first().is_some_and(|w| w.computed) {
+        return vec![Cow::Borrowed(command)];
+    }
+    ["rm", "mv", "chmod", "chown"]
+        .iter()
+        .map(|program| {
+            let mut as_it = command.clone();
+            as_it.words[0] = Word::plain(program);
+            Cow::Owned(as_it)
+        })
+        .collect()
 }
 
 /// `rm -r` (any spelling of it) or `find … -delete` of `/`, the home
@@ -310,8 +324,8 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
     if word.computed {
         // `$(…)`, backquotes, what `xargs` reads: it may be `/`.
         return Some(format!(
-            "{}… is computed when it runs: name the path",
-            word.text
+            "{:?} is only known when it runs: name the path",
+            format!("{}…", word.text)
         ));
     }
     if word.text.is_empty() {
@@ -410,9 +424,13 @@ fn glob_hits_protected(pattern: &Path, home: &Path) -> Option<String> {
     // is the home directory or above it.
     let depth = pattern.components().count().saturating_sub(1);
     let system = || SYSTEM_PARENTS.iter().chain(["/proc", "/dev/fd"].iter());
+    // The home directory counts as one: `~/[a-z]*`, `~/[!-~]*` and
+    // `~/{a..z}*` empty it as surely as `~/*`, and no shape tells them apart.
     let under_system = match parent {
-        Some(p) if is_glob(p) => matcher(p).is_some_and(|m| system().any(|s| m.is_match(s))),
-        Some(p) => system().any(|s| p == Path::new(s)),
+        Some(p) if is_glob(p) => {
+            matcher(p).is_some_and(|m| system().any(|s| m.is_match(s)) || m.is_match(home))
+        }
+        Some(p) => system().any(|s| p == Path::new(s)) || p == home,
         None => false,
     };
     if depth <= 1 || under_system || pattern.starts_with("/proc") {
@@ -533,6 +551,9 @@ mod tests {
         ] {
             assert!(broken(argv, "/tmp").is_some(), "{argv:?} was allowed");
         }
+        // A variable the reading never saw set may hold anything when it
+        // runs (read from a file, set by a loop).
+        assert!(broken(&["sh", "-c", "rm -rf \"$UNSET_VARIABLE\""], "/tmp").is_some());
         // The working directory counts.
         assert!(broken(&["rm", "-rf", "."], "/").is_some());
         assert!(broken(&["rm", "-rf", "*"], "/").is_some());
@@ -552,7 +573,6 @@ mod tests {
             &["rm", "-rf", "/usr/lib/*.so"],
             &["rm", "-rf", "/var/tmp/cache"],
             &["sh", "-c", "ls -la /"],
-            &["sh", "-c", "rm -rf \"$UNSET_VARIABLE\""],
             &["echo", "rm", "-rf", "/"],
         ] {
             assert_eq!(broken(argv, ws), None, "{argv:?}");
@@ -973,5 +993,71 @@ mod tests {
                 "{script} was refused"
             );
         }
+    }
+
+    /// What the reader cannot know is unknown, not nothing: each line
+    /// removes /usr under a real bash or dash (a reviewer's stand-in `rm`
+    /// printed its arguments), and each was allowed.
+    #[test]
+    fn values_known_only_when_it_runs_are_unknown_not_empty() {
+        refused_in_a_shell(&[
+            "$(echo rm) -rf /usr",
+            "X=$(echo /usr); rm -rf \"$X\"",
+            "set -- /usr; rm -rf \"$1\"",
+            "read X < /tmp/f; rm -rf \"$X\"",
+            "while read d; do rm -rf \"$d\"; done < /tmp/f",
+            "command cd / && rm -rf usr",
+            "eval cd /; rm -rf usr",
+            "eval X=/usr; rm -rf $X",
+        ]);
+        for script in [
+            "builtin cd / && rm -rf usr",
+            "trap 'rm -rf /usr' EXIT",
+            "rm -rf $'\\u002fusr'",
+            "mapfile -t a < /tmp/f; rm -rf \"${a[@]}\"",
+        ] {
+            assert!(
+                broken(&["bash", "-c", script], "/tmp").is_some(),
+                "bash -c {script:?} was allowed"
+            );
+        }
+    }
+
+    /// A glob directly under the home directory, however spelled: it may
+    /// match every name there (`[!-~]*`, `[a-z]*`, braces), and no shape
+    /// tells that apart from one that does not.
+    #[test]
+    fn globs_directly_under_the_home_directory_are_refused() {
+        let home = Path::new("/home/alice");
+        for script in [
+            "rm -rf /home/alice/[!-~]*",
+            "rm -rf /home/alice/[a-z]*",
+            "rm -rf /home/alice/[[:alnum:]]*",
+            "rm -rf /home/alice/{a..z}*",
+            "cd /home/alice && rm -rf [a-z]*",
+            "find /home/alice/[a-z]* -delete",
+            "rm -rf /home/a*/[a-z]*",
+        ] {
+            let reading = cmdline::read_script(script, Path::new("/tmp"), HashMap::new());
+            assert!(
+                reading
+                    .commands
+                    .iter()
+                    .any(|c| removes_the_system(c, home).is_some()),
+                "{script} was allowed"
+            );
+        }
+        // One level deeper is the user's own business.
+        let reading = cmdline::read_script(
+            "rm -rf /home/alice/src/[a-z]*",
+            Path::new("/tmp"),
+            HashMap::new(),
+        );
+        assert!(
+            reading
+                .commands
+                .iter()
+                .all(|c| removes_the_system(c, home).is_none())
+        );
     }
 }
