@@ -412,7 +412,13 @@ pub fn forbidden(data: &[u8]) {
             assert!(forbids(&argv, &cwd), "{argv:?} is run");
         }
         let script = shell_words::join(&argv);
-        let shell = vec!["sh".to_owned(), "-c".to_owned(), script];
+        // A script starting with `-` is the shell's option unless `--`
+        // comes first (`sh -c -h/x`: "illegal option").
+        let mut shell = vec!["sh".to_owned(), "-c".to_owned()];
+        if script.starts_with('-') {
+            shell.push("--".to_owned());
+        }
+        shell.push(script);
         assert!(forbids(&shell, &cwd), "{shell:?} is run");
     }
 }

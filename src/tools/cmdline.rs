@@ -789,8 +789,14 @@ impl Reader {
             // so every non-option argument is read as one — with the words
             // after it as its `$0`, `$1`, ….
             if has_command_flag(&words) {
+                let mut options = true;
                 for (at, word) in words.iter().enumerate().skip(1) {
-                    if word.text.starts_with('-') {
+                    // After `--` every word is an operand: `sh -c -- -x`.
+                    if options && word.text == "--" {
+                        options = false;
+                        continue;
+                    }
+                    if options && word.text.starts_with('-') {
                         continue;
                     }
                     let mut inner = self.copy(state).child();
