@@ -21,13 +21,15 @@
 //!   secret name it is redacted (`password: 123456`, `apiKey: 42`, and, on
 //!   the safe side, `tokenLimit: 4096`).
 //!   An object under a secret name is not hidden whole: its members are
-//!   judged by their own names (`gateway.auth.mode` still shows). Any other
+//!   secret, at any depth, except plain settings ([`SETTINGS`]:
+//!   `gateway.auth.mode` still shows, `apiKeys.openai` does not). Any other
 //!   value — a string, a bare word, an array — is replaced by `"<redacted>"`.
 //!
 //! Beside names, text itself is searched wherever it is — string values,
 //! comments, log lines: the credentials of a URL (`scheme://user:pass@host`),
 //! `name=value` pairs whose name is secret (`?token=…&key=…`,
-//! `OPENAI_API_KEY=…`), and what follows `Bearer`. Commented-out lines are
+//! `OPENAI_API_KEY=…`), what follows `Bearer` or an `Authorization:` of
+//! any scheme, and the argument after a secret's flag (`"--token", "…"`). Commented-out lines are
 //! read as config too (JSON5 `//` and `/* */`), so a secret a user
 //! commented out stays hidden.
 //!
@@ -75,6 +77,21 @@ const SECRET_ENDINGS: &[&str] = &[
     "cookie",
     "credential",
 ];
+
+/// Members of an object under a secret name that stay shown: settings,
+/// never credentials.
+const SETTINGS: &[&str] = &[
+    "mode", "type", "kind", "provider", "source", "method", "strategy", "user", "username",
+    "format", "version", "enabled",
+];
+
+/// A command-line flag whose value, the next argument, is a secret
+/// (`"--token", "…"` in an MCP server's `args`).
+fn secret_flag(text: &str) -> bool {
+    text.starts_with('-')
+        && !text.contains('=')
+        && judge(text.trim_start_matches('-')) == Name::Secret
+}
 
 /// The user's config (JSON or JSON5) with its secrets replaced; the
 /// layout the agent reads stays the user's own.
@@ -234,6 +251,12 @@ fn unicode(escape: &str) -> Option<(char, usize)> {
 fn scan(text: &str, comments: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
+    // Per open object: whether a secret name holds it (or one around it).
+    let mut secret_objects: Vec<bool> = Vec::new();
+    let mut opens_secret = false;
+    // The string before was a secret's flag (`"--token"`): this one is
+    // its value.
+    let mut after_flag = false;
     while let Some(c) = rest.chars().next() {
         if comments && let Some(len) = comment_len(rest) {
             out.push_str(&comment(&rest[..len]));
@@ -246,15 +269,40 @@ fn scan(text: &str, comments: bool) -> String {
         } else if c.is_alphabetic() || c == '_' || c == '$' || c == '\\' {
             identifier_len(rest)
         } else {
+            match c {
+                '{' => {
+                    let inside = secret_objects.last() == Some(&true);
+                    secret_objects.push(std::mem::take(&mut opens_secret) || inside);
+                }
+                '}' => {
+                    secret_objects.pop();
+                }
+                _ => {}
+            }
             out.push(c);
             rest = &rest[c.len_utf8()..];
             continue;
         };
         let (word, after) = rest.split_at(len);
         rest = after;
-        let gap = rest.len() - rest.trim_start().len();
+        // Blanks and comments may stand between a name and its colon.
+        let mut gap = 0;
+        loop {
+            gap += rest[gap..].len() - rest[gap..].trim_start().len();
+            match comment_len(&rest[gap..]).filter(|_| comments) {
+                Some(len) => gap += len,
+                None => break,
+            }
+        }
         if !rest[gap..].starts_with(':') {
             // A value, not a name: its text is searched.
+            if quoted && std::mem::take(&mut after_flag) {
+                out.push('"');
+                out.push_str(REDACTED);
+                out.push('"');
+                continue;
+            }
+            after_flag = quoted && secret_flag(string_body(word));
             out.push_str(&if quoted {
                 string_value(word)
             } else {
@@ -262,9 +310,16 @@ fn scan(text: &str, comments: bool) -> String {
             });
             continue;
         }
+        after_flag = false;
         out.push_str(word);
         let name = if quoted { string_body(word) } else { word };
-        out.push_str(&rest[..=gap]);
+        let between = &rest[..gap];
+        if comments {
+            out.push_str(&scan(between, true));
+        } else {
+            out.push_str(between);
+        }
+        out.push(':');
         rest = &rest[gap + 1..];
         // What stands between the name and its value stays as written.
         loop {
@@ -279,9 +334,21 @@ fn scan(text: &str, comments: bool) -> String {
                 None => break,
             }
         }
-        let judged = judge(name);
-        // An object is judged member by member.
-        if judged == Name::Plain || rest.is_empty() || rest.starts_with('{') {
+        let mut judged = judge(name);
+        // Under a secret name every member is secret but a plain setting
+        // (`auth: {mode: "token"}` shows its mode; `apiKeys: {openai: …}`
+        // shows nothing).
+        if judged == Name::Plain
+            && secret_objects.last() == Some(&true)
+            && !SETTINGS.contains(&unescape(name).to_ascii_lowercase().as_str())
+        {
+            judged = Name::Secret;
+        }
+        if rest.starts_with('{') {
+            opens_secret = judged != Name::Plain;
+            continue;
+        }
+        if judged == Name::Plain || rest.is_empty() {
             continue;
         }
         let len = if rest.starts_with(['"', '\'']) {
@@ -436,7 +503,7 @@ fn string_len(text: &str) -> usize {
 /// bearer tokens replaced (borrowed when there were none).
 fn free_text(text: &str) -> Cow<'_, str> {
     let mut owned: Option<String> = None;
-    for pass in [url_credentials, assignments, bearer_tokens] {
+    for pass in [url_credentials, authorizations, assignments, bearer_tokens] {
         let changed = match pass(owned.as_deref().unwrap_or(text)) {
             Cow::Owned(changed) => Some(changed),
             Cow::Borrowed(_) => None,
@@ -538,6 +605,51 @@ fn assignments(text: &str) -> Cow<'_, str> {
         };
         let value = &text[start..end];
         if !value.is_empty() && value != REDACTED && !kept(judged, value) {
+            ranges.push((start, end));
+        }
+        from = end.max(from);
+    }
+    unchanged_or(text, ranges)
+}
+
+/// An `Authorization` header's credentials, whatever the scheme
+/// (`Authorization: Basic …`, `authorization=token …`): the scheme stays.
+fn authorizations(text: &str) -> Cow<'_, str> {
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let mut ranges = Vec::new();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("authorization") {
+        from += found + "authorization".len();
+        // The header's separator, quotes and blanks around it.
+        let sep = bytes[from..]
+            .iter()
+            .take_while(|&&b| matches!(b, b':' | b'=' | b' ' | b'\t' | b'"' | b'\''))
+            .count();
+        if !bytes[from..from + sep]
+            .iter()
+            .any(|&b| b == b':' || b == b'=')
+        {
+            continue;
+        }
+        let mut start = from + sep;
+        // A scheme word and a blank, then the credentials.
+        let scheme = bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        let blank = bytes[start + scheme..]
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        if scheme > 0 && blank > 0 {
+            start += scheme + blank;
+        }
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| ends_a_value(b))
+            .map_or(text.len(), |n| start + n);
+        if end > start && &text[start..end] != REDACTED {
             ranges.push((start, end));
         }
         from = end.max(from);
@@ -760,6 +872,34 @@ mod tests {
         }
         assert!(out.contains("\"user\": \"u\""), "{out}");
         assert!(out.contains("\"port\": 18789"), "{out}");
+    }
+
+    /// Shapes a reviewer saw leak: members with plain names under a
+    /// secret one, a comment before the colon, a flag's value in `args`,
+    /// an `Authorization` header of another scheme.
+    #[test]
+    fn secrets_in_other_shapes_are_redacted() {
+        let out = config(
+            r#"{ "apiKeys": { "openai": "sk-proj-AAAA" }, "secrets": { "github": "ghp_BBBB", "nested": { "x": "DDDD" } },
+                "credentials": { "default": "CCCC", "type": "oauth" }, "apiKey"/*c*/: "TTTT",
+                "mcp": { "args": ["--port", "80", "--token", "OOOO", "--api-key", "PPPP"] },
+                "headers": { "X": "Authorization: Basic QUJD", "Y": "authorization=token ZZZZ" },
+                "auth": { "mode": "token", "token": "EEEE" } }"#,
+        );
+        for secret in [
+            "AAAA", "BBBB", "CCCC", "DDDD", "TTTT", "OOOO", "PPPP", "QUJD", "ZZZZ", "EEEE",
+        ] {
+            assert!(!out.contains(secret), "{secret} leaked: {out}");
+        }
+        for kept in [
+            "\"type\": \"oauth\"",
+            "\"mode\": \"token\"",
+            "\"--port\", \"80\"",
+            "/*c*/",
+            "Basic ",
+        ] {
+            assert!(out.contains(kept), "{kept} lost: {out}");
+        }
     }
 
     #[test]
