@@ -34,13 +34,21 @@ use command::Command;
 /// (`crate::fuzzing`): its usable id and the work it asks for.
 #[doc(hidden)]
 pub fn read_command(raw: Value, headless: bool) -> Result<(String, Result<(), String>), String> {
-    let id = raw["id"]
-        .as_str()
-        .filter(|id| is_segment(id))
-        .map(str::to_owned);
-    let id = id.ok_or("no usable id")?;
-    let cmd: Command = serde_json::from_value(raw).map_err(|e| e.to_string())?;
-    Ok((id, cmd.work(headless).map(drop)))
+    let id = usable_id(&raw).ok_or("no usable id")?.to_owned();
+    Ok((id, work_of(raw, headless).map(drop)))
+}
+
+/// A command's id, when it is one URL path segment (`take` skips others).
+fn usable_id(raw: &Value) -> Option<&str> {
+    raw["id"].as_str().filter(|id| is_segment(id))
+}
+
+/// The work a command asks for, or why it cannot be done (`run` completes
+/// it as failed).
+fn work_of(raw: Value, headless: bool) -> Result<command::Work, String> {
+    let cmd: Command =
+        serde_json::from_value(raw).map_err(|e| format!("malformed command: {e}"))?;
+    cmd.work(headless)
 }
 
 /// Commands run at once; only as many are taken from the queue.
@@ -315,14 +323,11 @@ impl Poller {
         stop: CancellationToken,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let body = match serde_json::from_value::<Command>(raw) {
-            Err(e) => command::failed(&format!("malformed command: {e}")),
-            Ok(cmd) => match cmd.work(self.options.headless) {
-                Err(why) => command::failed(&why),
-                Ok(work) => match self.execute(&node, &id, work, &stop).await {
-                    Some(body) => body,
-                    None => return,
-                },
+        let body = match work_of(raw, self.options.headless) {
+            Err(why) => command::failed(&why),
+            Ok(work) => match self.execute(&node, &id, work, &stop).await {
+                Some(body) => body,
+                None => return,
             },
         };
         self.complete(&node, &id, body, &stop).await;
@@ -339,7 +344,7 @@ impl Poller {
         stop: &CancellationToken,
     ) -> bool {
         for raw in commands {
-            let Some(id) = raw["id"].as_str().filter(|id| is_segment(id)) else {
+            let Some(id) = usable_id(&raw) else {
                 use sha2::{Digest, Sha256};
                 let offender = super::hex(&Sha256::digest(raw.to_string().as_bytes()));
                 self.tell_once(
