@@ -207,6 +207,11 @@ impl Replay {
             return Ok(Admit::Again);
         }
         let mut inner = self.inner.lock().unwrap();
+        let key = key(id);
+        // Another thread may have recorded it since it was looked for.
+        if inner.ids.contains_key(&key) {
+            return Ok(Admit::Again);
+        }
         let every = PRUNE_EVERY.as_millis() as u64;
         let at_cap = inner.ids.len() >= inner.cap;
         // At the cap, expired ids make room: looked for at most once a second.
@@ -220,7 +225,6 @@ impl Replay {
             return Ok(Admit::Full { first });
         }
         inner.full = false;
-        let key = key(id);
         inner
             .append(&self.path, &key, now)
             .map_err(|e| format!("cannot record it in {}: {e}", self.path.display()))?;
