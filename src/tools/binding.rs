@@ -468,6 +468,9 @@ fn runs(command: &Command) -> Runs {
             stdin_code,
         };
     }
+    // `sh -c SCRIPT`, `bash -xec SCRIPT`: the reader read the script (told
+    // the one way the reader tells it).
+    let inline = cmdline::is_shell(name) && cmdline::has_command_flag(&command.words);
     if let Some(rules) = interpreter(name) {
         stdin_code = rules.from_stdin;
         let mut i = 0;
@@ -478,7 +481,9 @@ fn runs(command: &Command) -> Runs {
                 out.extend(args.get(i + 1).map(|s| (s.to_string(), true)));
                 break;
             }
-            if rules.inline.contains(&arg)
+            let cluster = !arg.starts_with("--") && arg.starts_with('-') && arg.contains('c');
+            if (inline && (cluster || arg == "--command"))
+                || rules.inline.contains(&arg)
                 || rules
                     .inline
                     .iter()
@@ -561,10 +566,10 @@ fn interpreter(name: &str) -> Option<Rules> {
     };
     let name = name.strip_suffix(".exe").unwrap_or(name);
     if cmdline::is_shell(name) || matches!(name, "fish" | "csh" | "tcsh") {
-        // `-c` (alone or in a cluster) is handled by the command line reader.
+        // `-c` (alone or in a cluster) is told by the command line reader.
         return rules(
             &["--rcfile", "--init-file", "-o", "-O", "+o", "+O"],
-            &["-c", "-s", "-", "--command", "-lc", "-ic", "-ec", "-xc"],
+            &["-s", "-"],
         );
     }
     let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
@@ -773,6 +778,28 @@ mod tests {
     fn binding(argv: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Binding {
         let (exec, env) = exec(argv, cwd, env);
         Binding::of(&exec, &env)
+    }
+
+    /// A shell's inline script is no file, however its `-c` is clustered;
+    /// a file it loads by an option still is.
+    #[test]
+    fn a_shells_inline_script_is_no_file_but_its_rcfile_is() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("rc"), "echo rc\n").unwrap();
+        for argv in [
+            &["bash", "-xec", "echo hi"][..],
+            &["bash", "--rcfile", "rc", "-ic", "echo hi"],
+        ] {
+            let bound = binding(argv, dir.path(), &[]);
+            assert!(
+                bound.files.iter().all(|f| f.word != "echo hi"),
+                "{argv:?}: {:?}",
+                bound.files
+            );
+            assert_eq!(bound.unbindable, None);
+        }
+        let with_rc = binding(&["bash", "--rcfile", "rc", "-ic", "echo hi"], dir.path(), &[]);
+        assert!(with_rc.files.iter().any(|f| f.word == "rc" && f.script));
     }
 
     /// Rewrites a file with new content, keeping its inode.

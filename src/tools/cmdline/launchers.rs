@@ -302,7 +302,7 @@ fn join(words: &[Word]) -> String {
 
 /// Whether a shell's arguments include `-c` (alone or in a cluster such as
 /// `-lc`, `-ec`) among its options.
-pub(super) fn has_command_flag(words: &[Word]) -> bool {
+pub fn has_command_flag(words: &[Word]) -> bool {
     let mut i = 1;
     while i < words.len() {
         let t = words[i].text.as_str();

@@ -32,7 +32,8 @@ mod launchers;
 mod lex;
 mod strings;
 
-use launchers::{Unwrapped, fed_to_shell, has_command_flag, printed, reads_its_input, unwrap};
+pub use launchers::has_command_flag;
+use launchers::{Unwrapped, fed_to_shell, printed, reads_its_input, unwrap};
 use lex::{Op, Part, Raw, Token, Unread, VarOp, tokenize};
 use strings::{brace_group, printf, replace, trim};
 
