@@ -742,10 +742,10 @@ fn a_router_killed_outright_takes_its_whole_tree_with_it() {
     }
 }
 
-/// The kernel's half of it: with the sentinel gone too (someone killed it
-/// first), the leader still gets its parent-death signal.
-#[test]
-fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
+/// A router call holding a two-level tree (`grandchild`), killed outright
+/// by the test: the router, the pids (the grandchild, then openclaw), and
+/// the directory holding the pid file.
+fn call_holding_a_tree() -> (KillOnDrop, Vec<i32>, tempfile::TempDir) {
     let dir = tempdir();
     let pid_file = dir.path().join("pids");
     let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
@@ -754,34 +754,47 @@ fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut router = KillOnDrop(router);
-    // The pid file lists the grandchild, then openclaw itself.
+    let router = KillOnDrop(router);
     let tree = wait_for_pids(&pid_file, 2);
-    let leader = tree[1];
-    // The sentinel is forked just after openclaw starts: wait for it.
+    (router, tree, dir)
+}
+
+/// The router's children other than openclaw and those in `but`: its
+/// sentinel (forked just after openclaw starts: waited for).
+fn sentinels(router: &KillOnDrop, leader: i32, but: &[i32]) -> Vec<i32> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let sentinels: Vec<i32> = loop {
-        let others: Vec<i32> = children_of(router.0.id() as i32)
+    loop {
+        let found: Vec<i32> = children_of(router.0.id() as i32)
             .into_iter()
-            .filter(|p| *p != leader)
+            .filter(|p| *p != leader && !but.contains(p))
             .collect();
-        if !others.is_empty() || std::time::Instant::now() > deadline {
-            break others;
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            return found;
         }
         std::thread::sleep(Duration::from_millis(10));
-    };
+    }
+}
+
+/// The kernel's half of it: with the sentinel gone too (someone killed it
+/// first), the leader still gets its parent-death signal.
+#[test]
+fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
+    let (mut router, tree, _dir) = call_holding_a_tree();
+    let leader = tree[1];
+    let sentinel = sentinels(&router, leader, &[]);
     assert_eq!(
-        sentinels.len(),
+        sentinel.len(),
         1,
-        "the router's one other child: {sentinels:?}"
+        "the router's one other child: {sentinel:?}"
     );
     unsafe {
-        libc::kill(sentinels[0], libc::SIGKILL);
+        libc::kill(sentinel[0], libc::SIGKILL);
     }
     router.0.kill().unwrap();
     router.0.wait().unwrap();
     assert_gone_in_time(&[leader], "openclaw");
-    // Its own child left its group's leader behind: nobody was left to stop it.
+    // Its own child left its group's leader behind: nobody was left to stop
+    // it (unless a new sentinel came first).
     unsafe {
         libc::kill(tree[0], libc::SIGKILL);
     }
@@ -791,36 +804,14 @@ fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
 /// given the running call's group: the whole tree still goes with us.
 #[test]
 fn a_sentinel_killed_mid_call_is_replaced_and_still_covers_the_call() {
-    let dir = tempdir();
-    let pid_file = dir.path().join("pids");
-    let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
-        .args(["-m", "hi", "--timeout", "60"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut router = KillOnDrop(router);
-    let tree = wait_for_pids(&pid_file, 2);
+    let (mut router, tree, _dir) = call_holding_a_tree();
     let leader = tree[1];
-    let others = |but: &[i32]| -> Vec<i32> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found: Vec<i32> = children_of(router.0.id() as i32)
-                .into_iter()
-                .filter(|p| *p != leader && !but.contains(p))
-                .collect();
-            if !found.is_empty() || std::time::Instant::now() > deadline {
-                return found;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    let first = others(&[]);
+    let first = sentinels(&router, leader, &[]);
     assert_eq!(first.len(), 1, "the sentinel: {first:?}");
     unsafe {
         libc::kill(first[0], libc::SIGKILL);
     }
-    let second = others(&first);
+    let second = sentinels(&router, leader, &first);
     assert_eq!(second.len(), 1, "a new sentinel: {second:?}");
     router.0.kill().unwrap();
     router.0.wait().unwrap();

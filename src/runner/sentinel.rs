@@ -54,11 +54,14 @@ struct Sentinel {
 struct Watch {
     sentinel: Option<Sentinel>,
     groups: Vec<libc::pid_t>,
+    /// Spawns under way.
+    starting: usize,
 }
 
 static WATCH: Mutex<Watch> = Mutex::new(Watch {
     sentinel: None,
     groups: Vec::new(),
+    starting: 0,
 });
 
 /// Groups the sentinel can hold at once. Beyond that, a run's group goes
@@ -69,22 +72,43 @@ const GROUPS: usize = 4096;
 const RECORD: usize = 8;
 const ADD: i32 = 1;
 const REMOVE: i32 = 2;
+/// A spawn is under way: until its group is added (or the spawn failed),
+/// our death is swept for our run tags even with no group registered.
+const STARTING: i32 = 3;
+const FAILED: i32 = 4;
 /// The sweep's timetable after we died: TERM at once, then KILL.
 const FIRST_KILL_MS: i64 = 400;
 const KILL_PASSES: usize = 5;
 const BETWEEN_KILLS_MS: i64 = 100;
 
-/// Makes sure the sentinel runs (starting it if need be) and returns
-/// whether it does.
-pub fn ensure() -> bool {
+/// A spawn is about to happen: makes sure the sentinel runs (starting it
+/// if need be) and tells it, so that our death from now on is swept for
+/// our run tags — the leader's children, forked before its group is
+/// registered, carry them. Whether a sentinel runs; if so, [`watch`] or
+/// [`failed`] must follow.
+pub fn starting() -> bool {
     let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
     watch.revive();
-    watch.sentinel.is_some()
+    if watch.sentinel.is_none() {
+        return false;
+    }
+    watch.starting += 1;
+    watch.send(STARTING, 0);
+    true
 }
 
-/// Registers a run's process group: if we die, it is stopped.
+/// The spawn [`starting`] announced failed.
+pub fn failed() {
+    let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    watch.starting = watch.starting.saturating_sub(1);
+    watch.send(FAILED, 0);
+}
+
+/// Registers a run's process group (the spawn [`starting`] announced):
+/// if we die, it is stopped.
 pub fn watch(pgid: libc::pid_t) {
     let mut watch = WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    watch.starting = watch.starting.saturating_sub(1);
     if watch.groups.len() < GROUPS {
         watch.groups.push(pgid);
     }
@@ -125,6 +149,9 @@ impl Watch {
             self.sentinel = None;
         }
         self.sentinel = start().ok();
+        for _ in 0..self.starting {
+            self.send(STARTING, 0);
+        }
         for pgid in self.groups.clone() {
             self.send(ADD, pgid);
         }
@@ -243,6 +270,7 @@ unsafe fn sentinel(read: libc::c_int, needle: &Needle) -> ! {
 
         let mut groups = [0 as libc::pid_t; GROUPS];
         let mut count = 0usize;
+        let mut starting = 0usize;
         let mut buf = [0u8; RECORD * 64];
         let mut have = 0usize;
         loop {
@@ -259,9 +287,16 @@ unsafe fn sentinel(read: libc::c_int, needle: &Needle) -> ! {
             while at < whole {
                 let op = i32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
                 let pgid = i32::from_ne_bytes([buf[at + 4], buf[at + 5], buf[at + 6], buf[at + 7]]);
-                if op == ADD && pgid > 1 && count < GROUPS {
-                    groups[count] = pgid;
-                    count += 1;
+                if op == STARTING {
+                    starting += 1;
+                } else if op == FAILED {
+                    starting = starting.saturating_sub(1);
+                } else if op == ADD && pgid > 1 {
+                    starting = starting.saturating_sub(1);
+                    if count < GROUPS {
+                        groups[count] = pgid;
+                        count += 1;
+                    }
                 } else if op == REMOVE {
                     let mut i = 0;
                     while i < count {
@@ -283,8 +318,9 @@ unsafe fn sentinel(read: libc::c_int, needle: &Needle) -> ! {
             }
             have -= whole;
         }
-        // Nothing registered: we exited normally, every run ended cleanly.
-        if count == 0 {
+        // Nothing registered and no spawn under way: we exited normally,
+        // every run ended cleanly.
+        if count == 0 && starting == 0 {
             libc::_exit(0);
         }
         let groups = &groups[..count];
@@ -464,6 +500,81 @@ fn sleep_ms(ms: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Run in a process of its own by the test below (this test binary,
+    /// again): announces a spawn, starts a tagged tree the way a leader
+    /// would fork one, and is killed before the group is registered.
+    #[test]
+    #[ignore = "a helper process for the test below, not a test"]
+    fn helper_killed_between_spawn_and_watch() {
+        let Some(pid_file) = std::env::var_os("CLAWBOT_SENTINEL_HELPER") else {
+            return;
+        };
+        assert!(starting());
+        let tag = format!("{}-1", std::process::id());
+        let mut tree = std::process::Command::new("sh")
+            .args(["-c", "sleep 60 & echo $! > \"$0\"; wait"])
+            .arg(&pid_file)
+            .env(crate::runner::RUN_TAG_VAR, tag)
+            .spawn()
+            .unwrap();
+        // Killed meanwhile by the test, never coming back here.
+        let _ = tree.wait();
+    }
+
+    /// Killed outright after the leader was spawned but before its group
+    /// reached the sentinel (a loaded machine makes that moment long): what
+    /// the leader forked meanwhile still goes, by its run tag. Before, the
+    /// sentinel, knowing no group, left at once.
+    #[test]
+    fn a_tree_started_before_its_group_was_watched_still_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "runner::sentinel::tests::helper_killed_between_spawn_and_watch",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("CLAWBOT_SENTINEL_HELPER", &pid_file)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let sleeper: libc::pid_t = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the helper never started its tree"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        helper.kill().unwrap();
+        helper.wait().unwrap();
+        let gone = |pid: libc::pid_t| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !gone(sleeper) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let left = !gone(sleeper);
+        // SAFETY: a plain kill of a pid this test started.
+        unsafe {
+            libc::kill(sleeper, libc::SIGKILL);
+        }
+        assert!(!left, "the tree outlived its killed parent");
+    }
 
     #[test]
     fn a_tag_is_found_at_the_start_in_the_middle_and_across_reads() {

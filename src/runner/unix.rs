@@ -44,25 +44,40 @@ impl Tree {
         cmd.process_group(0);
         #[cfg(target_os = "linux")]
         die_with_us(&mut cmd);
+        // The sentinel runs (and knows a spawn is under way) before the
+        // leader exists: the leader's parent-death signal covers the leader
+        // alone, and what it forks before its group is registered must not
+        // outlive us either (it carries the run tag the sentinel sweeps).
+        #[cfg(target_os = "linux")]
+        let watched = super::sentinel::starting();
         // Spawned and registered under one lock: another run's orphan scan
         // (which holds it too) must never see this child before it is known
         // as a run's leader — it would look like an orphan to stop.
         let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-        let child = cmd.spawn()?;
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                #[cfg(target_os = "linux")]
+                if watched {
+                    super::sentinel::failed();
+                }
+                return Err(e);
+            }
+        };
         drop(cmd);
-        let pgid = child
-            .id()
-            .and_then(|id| libc::pid_t::try_from(id).ok())
-            .ok_or_else(|| io::Error::other("child has no pid"))?;
+        let Some(pgid) = child.id().and_then(|id| libc::pid_t::try_from(id).ok()) else {
+            #[cfg(target_os = "linux")]
+            if watched {
+                super::sentinel::failed();
+            }
+            return Err(io::Error::other("child has no pid"));
+        };
         active
             .get_or_insert_with(HashMap::new)
             .insert(pgid, tag.clone());
         drop(active);
-        // The sentinel starts (once) after the leader, so its fork is not
-        // on the leader's way; until it watches the group, the leader's
-        // parent-death signal covers the moment.
         #[cfg(target_os = "linux")]
-        if super::sentinel::ensure() {
+        if watched {
             super::sentinel::watch(pgid);
         }
         Ok(Self {

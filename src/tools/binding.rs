@@ -798,7 +798,11 @@ mod tests {
             );
             assert_eq!(bound.unbindable, None);
         }
-        let with_rc = binding(&["bash", "--rcfile", "rc", "-ic", "echo hi"], dir.path(), &[]);
+        let with_rc = binding(
+            &["bash", "--rcfile", "rc", "-ic", "echo hi"],
+            dir.path(),
+            &[],
+        );
         assert!(with_rc.files.iter().any(|f| f.word == "rc" && f.script));
     }
 

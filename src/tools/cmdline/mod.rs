@@ -217,6 +217,16 @@ impl State {
         Self::new(&self.cwd, self.vars.clone())
     }
 
+    /// Where unquoted expansions and `read` split: blanks, and what `IFS`
+    /// holds.
+    fn ifs(&self) -> Ifs {
+        Ifs(self
+            .vars
+            .get("IFS")
+            .map(|i| i.chars().collect())
+            .unwrap_or_default())
+    }
+
     /// What copying this state costs, in budget steps.
     fn weight(&self) -> usize {
         self.vars.len()
@@ -224,6 +234,15 @@ impl State {
             + self.args.as_ref().map_or(0, Vec::len)
             + self.functions.len()
             + self.aliases.len()
+    }
+}
+
+/// The characters a field ends at ([`State::ifs`]).
+struct Ifs(Vec<char>);
+
+impl Ifs {
+    fn splits(&self, c: char) -> bool {
+        matches!(c, ' ' | '\t' | '\n') || self.0.contains(&c)
     }
 }
 
@@ -938,12 +957,8 @@ impl Reader {
                     };
                     // Unquoted: split on blanks and on what `IFS` holds;
                     // glob characters stay live.
-                    let ifs: Vec<char> = state
-                        .vars
-                        .get("IFS")
-                        .map(|i| i.chars().collect())
-                        .unwrap_or_default();
-                    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+                    let ifs = state.ifs();
+                    let split = |c: char| ifs.splits(c);
                     let mut pieces = value.split(split).peekable();
                     let leading_blank = value.starts_with(split);
                     if leading_blank && started {
@@ -1182,12 +1197,8 @@ fn read_into(args: &[Raw], text: &str, state: &mut State) {
         }
         i += 1;
     }
-    let ifs: Vec<char> = state
-        .vars
-        .get("IFS")
-        .map(|i| i.chars().collect())
-        .unwrap_or_default();
-    let split = |c: char| matches!(c, ' ' | '\t' | '\n') || ifs.contains(&c);
+    let ifs = state.ifs();
+    let split = |c: char| ifs.splits(c);
     let fields: Vec<String> = text
         .split(split)
         .filter(|f| !f.is_empty())

@@ -19,6 +19,15 @@ fn pattern_matcher(pattern: &str) -> Option<globset::GlobMatcher> {
         .map(|g| g.compile_matcher())
 }
 
+/// Where `value` may be cut: every character's start, and its end.
+fn cuts(value: &str) -> Vec<usize> {
+    value
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(value.len()))
+        .collect()
+}
+
 /// `${X#p}`, `${X##p}`, `${X%p}`, `${X%%p}`.
 pub(super) fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> String {
     if value.len() > PATTERN_VALUE_AT_MOST {
@@ -27,11 +36,7 @@ pub(super) fn trim(value: &str, pattern: &str, suffix: bool, longest: bool) -> S
     let Some(matcher) = pattern_matcher(pattern) else {
         return value.to_owned();
     };
-    let cuts: Vec<usize> = value
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(value.len()))
-        .collect();
+    let cuts = cuts(value);
     let matching = |piece: &str| matcher.is_match(piece);
     let found = if suffix {
         let mut order: Vec<usize> = cuts.clone();
@@ -71,11 +76,7 @@ pub(super) fn replace(
     let Some(matcher) = pattern_matcher(pattern).filter(|_| !pattern.is_empty()) else {
         return value.to_owned();
     };
-    let cuts: Vec<usize> = value
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(value.len()))
-        .collect();
+    let cuts = cuts(value);
     match anchor {
         Some('#') => {
             return match cuts.iter().rev().find(|&&e| matcher.is_match(&value[..e])) {
