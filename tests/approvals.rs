@@ -507,3 +507,36 @@ async fn held(gw: &std::sync::Arc<FakeGateway>, command: &str, argv: &Value) -> 
     };
     (took, longest)
 }
+
+/// What no binding can pin down is never offered for approval: the
+/// gateway's prepare is refused, as OpenClaw's own node host refuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_whose_code_cannot_be_bound_is_never_prepared() {
+    let (gw, _node) = connected(Config::default(), &["--approval", "gateway"]).await;
+    for argv in [
+        json!(["python3", "-m", "json.tool"]),
+        json!(["perl", "-MFoo", "-e", "1"]),
+        json!(["/bin/sh", "-c", "cd \"$(mktemp -d)\" && ./x.sh"]),
+    ] {
+        let params = json!({"command": argv, "agentId": "main", "sessionKey": "agent:main:s"});
+        let prepared = gw.invoke("system.run.prepare", params).await;
+        assert_eq!(
+            error_code(&prepared),
+            "SYSTEM_RUN_DENIED",
+            "{argv}: {prepared}"
+        );
+        assert!(
+            message(&prepared).contains("cannot safely bind"),
+            "{argv}: {prepared}"
+        );
+    }
+    // What can be bound still is (`env -C` and a `cd` to a known place
+    // are followed).
+    for argv in [
+        json!(["/bin/sh", "-c", "cd /tmp && ./x.sh"]),
+        json!(["env", "-C", "/tmp", "sh", "x.sh"]),
+    ] {
+        let plan = prepare(&gw, argv.clone(), Value::Null).await;
+        assert!(plan["cwd"].is_string(), "{argv}: {plan}");
+    }
+}

@@ -15,7 +15,7 @@
 //! and it binds a script's content only, ours its content and its file.
 //! What cannot be bound is not approved at all ([`Drift::Unbindable`]):
 //! code loaded by a module or package name (`python3 -m`, `perl -M`,
-//! `ruby -r`, `node --require pkg`), `env -C`, files run from a directory
+//! `ruby -r`, `node --require pkg`), files run from a directory
 //! only known when it runs, a command line too large to read or naming
 //! more files than a binding holds — as OpenClaw refuses such shapes.
 //!
@@ -379,9 +379,9 @@ fn glob_matches(word: &str, cwd: &Path) -> Vec<String> {
 
 /// Options by which an interpreter loads code its command line names only
 /// by a module or package name, found on a search path when it runs
-/// (`python3 -m job`, `perl -MFoo`, `ruby -rfoo`, `node --require pkg`),
-/// or a launcher that moves to another directory (`env -C DIR`): nothing
-/// here can be bound, so OpenClaw refuses to approve them, and so do we.
+/// (`python3 -m job`, `perl -MFoo`, `ruby -rfoo`, `node --require pkg`):
+/// nothing here can be bound, so OpenClaw refuses to approve them, and so
+/// do we. (`env -C DIR` is followed by the reader, as `cd` is.)
 fn loads_unnamed_code(command: &Command) -> Option<String> {
     let (program, args) = command.words.split_first()?;
     let name = base(&program.text);
@@ -431,12 +431,6 @@ fn loads_unnamed_code(command: &Command) -> Option<String> {
             }
         }
         None
-    } else if name == "env" {
-        args.iter()
-            .find(|a| {
-                **a == "-C" || a.starts_with("--chdir") || (a.starts_with("-C") && a.len() > 2)
-            })
-            .map(|_| "env -C moves it to another directory first".to_owned())
     } else {
         None
     }
