@@ -385,6 +385,14 @@ fn glob_matches(word: &str, cwd: &Path) -> Vec<String> {
 fn loads_unnamed_code(command: &Command) -> Option<String> {
     let (program, args) = command.words.split_first()?;
     let name = base(&program.text);
+    // A program or a script named by what is only known when it runs
+    // (`$(…) x`, `sh "$(…)"`, `python3 ./$(…).py`).
+    if program.computed {
+        return Some("its program is named only when it runs".into());
+    }
+    if interpreter(name).is_some() && args.iter().any(|w| w.computed) {
+        return Some(format!("{name} runs code named only when it runs"));
+    }
     let args: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
     let options = args
         .iter()
@@ -772,6 +780,25 @@ mod tests {
     fn binding(argv: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Binding {
         let (exec, env) = exec(argv, cwd, env);
         Binding::of(&exec, &env)
+    }
+
+    /// A program or a script named by what is only known when it runs is
+    /// never approved: nothing pins the file that will run.
+    #[test]
+    fn code_named_only_when_it_runs_cannot_be_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        for script in [
+            "sh \"$(echo job.sh)\"",
+            "python3 ./$(echo a).py",
+            "$(echo sh) job.sh",
+        ] {
+            let bound = binding(&["sh", "-c", script], dir.path(), &[]);
+            assert!(bound.unbindable.is_some(), "{script}: {bound:?}");
+        }
+        let bound = binding(&["sh", "-c", "sh job.sh $(date)"], dir.path(), &[]);
+        assert!(bound.unbindable.is_some(), "an argument may be code too");
+        let bound = binding(&["sh", "-c", "ls $(pwd)"], dir.path(), &[]);
+        assert_eq!(bound.unbindable, None);
     }
 
     /// A shell's inline script is no file, however its `-c` is clustered;

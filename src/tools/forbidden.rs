@@ -331,6 +331,14 @@ fn dangerous(word: &Word, cwd: &Path, home: &Path) -> Option<String> {
     if word.text.is_empty() {
         return None;
     }
+    // After a `cd` (or `env -C`) to a directory only known when it runs,
+    // a relative path may be anything: `cd "$(…)" && rm -rf *`.
+    if !word.text.starts_with('/') && cwd.to_string_lossy().contains('\0') {
+        return Some(format!(
+            "{:?} in a directory only known when it runs: name the path",
+            word.text
+        ));
+    }
     let absolute = lexical(&cwd.join(&word.text));
     let mut forms = vec![absolute.clone()];
     // Where the kernel would take it: symlinks on the way resolved, the
@@ -955,6 +963,49 @@ mod tests {
                 allowed,
                 "{script}"
             );
+        }
+    }
+
+    /// A second review's ways through the unknown: a directory only known
+    /// when it runs, `eval`'s own redirections, `read` of unknown text, an
+    /// unknown `IFS`, an unknown pattern or offset, a here-document read
+    /// by another command than its own. Each was allowed.
+    #[test]
+    fn what_is_unknown_stays_unknown_however_it_travels() {
+        refused_in_a_shell(&[
+            "cd \"$NOPE\" && rm -rf *",
+            "cd \"$(echo /)\" && rm -rf *",
+            "cd $(echo /) && rm -rf ./*",
+            "env -C \"$(echo /)\" rm -rf usr",
+            "cd \"$(echo /)\" && find -delete",
+            "eval 'echo b' > /proc/sysrq-trigger",
+            "read A B <<< \"$(echo x /)\"; rm -rf \"$B\"",
+            "IFS=$(echo x); X=$(echo /); rm -rf $X",
+            "IFS=$(echo x); rm -rf $NOPE",
+            "X=/opt/x; rm -rf \"${X%$(echo /x)}\"",
+            "X=/opt/x; rm -rf \"${X/$(echo /x)/}\"",
+            "X=/usr/x; rm -rf \"${X:0:$(echo 4)}\"",
+            "N=4; X=/usr/x; rm -rf \"${X:0:N}\"",
+            "read X <<EOF; read Y < list.txt\n/tmp/safe\nEOF\nrm -rf \"$Y\"",
+            "sh <<EOF; echo hi\nrm -rf /\nEOF",
+        ]);
+        // `eval`'s redirections are its own: a disk device this machine has.
+        let disk = std::fs::read_dir("/dev")
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| is_block_device(p));
+        if let Some(disk) = disk {
+            let script = format!("eval cat img > {}", disk.display());
+            assert!(broken(&["sh", "-c", &script], "/tmp").is_some(), "{script}");
+        }
+        // What is always a number is known enough to name a path.
+        for script in [
+            "rm -rf /tmp/foo.$$",
+            "rm -rf \"/tmp/x-$RANDOM\"",
+            "X=/usr/x; rm -rf \"${X:5:1}\"",
+            "read X <<EOF\n/tmp/safe\nEOF\nrm -rf \"$X\"",
+        ] {
+            assert_eq!(broken(&["bash", "-c", script], "/tmp"), None, "{script}");
         }
     }
 

@@ -142,7 +142,9 @@ pub(super) fn tokenize(text: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     let mut word = Raw::default();
     let mut in_word = false;
-    let mut pending_heredocs: Vec<(String, bool)> = Vec::new();
+    // Delimiter, `<<-`, and where its body goes: right after its `<<`, so
+    // that the body reaches the command it belongs to, not the line's last.
+    let mut pending_heredocs: Vec<(String, bool, usize)> = Vec::new();
     let mut i = 0;
     let finish = |tokens: &mut Vec<Token>, word: &mut Raw, in_word: &mut bool| {
         if *in_word {
@@ -160,11 +162,14 @@ pub(super) fn tokenize(text: &str) -> Vec<Token> {
             '\n' => {
                 finish(&mut tokens, &mut word, &mut in_word);
                 i += 1;
-                // Here-documents start on the next line; they belong to the
-                // line's commands, so they come before its end.
-                for (delimiter, strip_tabs) in std::mem::take(&mut pending_heredocs) {
+                // Here-documents start on the next line, in the order of
+                // their `<<`s; each goes where its `<<` stands.
+                for (inserted, (delimiter, strip_tabs, at)) in std::mem::take(&mut pending_heredocs)
+                    .into_iter()
+                    .enumerate()
+                {
                     let (body, next) = heredoc(&chars, i, &delimiter, strip_tabs);
-                    tokens.push(Token::Heredoc(body));
+                    tokens.insert(at + inserted, Token::Heredoc(body));
                     i = next;
                 }
                 tokens.push(Token::Break(Op::End));
@@ -257,12 +262,12 @@ pub(super) fn tokenize(text: &str) -> Vec<Token> {
                         .iter()
                         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
                         .collect();
-                    pending_heredocs.push((delimiter, op.ends_with('-')));
                     tokens.push(Token::Redirect {
                         heredoc: true,
                         herestring: false,
                         input: false,
                     });
+                    pending_heredocs.push((delimiter, op.ends_with('-'), tokens.len()));
                     continue;
                 }
                 tokens.push(Token::Redirect {

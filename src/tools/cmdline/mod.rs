@@ -242,7 +242,12 @@ struct Ifs(Vec<char>);
 
 impl Ifs {
     fn splits(&self, c: char) -> bool {
-        matches!(c, ' ' | '\t' | '\n') || self.0.contains(&c)
+        c != UNKNOWN && (matches!(c, ' ' | '\t' | '\n') || self.0.contains(&c))
+    }
+
+    /// `IFS` itself is only known when it runs: where fields end is not.
+    fn unknown(&self) -> bool {
+        self.0.contains(&UNKNOWN)
     }
 }
 
@@ -635,7 +640,22 @@ impl Reader {
             // `eval TEXT` runs in this shell: what it sets and where it
             // goes stay for the rest of the script.
             "eval" => {
+                // Its redirections are its own (`eval … > /dev/sda`).
+                if !targets.all.is_empty() {
+                    self.push(Command {
+                        words: own[..1].to_vec(),
+                        cwd: state.cwd.clone(),
+                        redirects: std::mem::take(&mut targets.all),
+                        inputs: std::mem::take(&mut targets.inputs),
+                        feeds: None,
+                        path: vars.get("PATH").cloned(),
+                    });
+                }
                 let text: Vec<&str> = own[1..].iter().map(|w| w.text.as_str()).collect();
+                // `D=/ eval …`: a special builtin's assignments stay.
+                state
+                    .vars
+                    .extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
                 self.script(&text.join(" "), state, depth + 1);
                 return;
             }
@@ -958,6 +978,9 @@ impl Reader {
                     // Unquoted: split on blanks and on what `IFS` holds;
                     // glob characters stay live.
                     let ifs = state.ifs();
+                    if ifs.unknown() && !value.is_empty() {
+                        current.text.push(UNKNOWN);
+                    }
                     let split = |c: char| ifs.splits(c);
                     let mut pieces = value.split(split).peekable();
                     let leading_blank = value.starts_with(split);
@@ -1041,6 +1064,9 @@ impl Reader {
                 pattern,
             } => {
                 let pattern = self.expand_joined(pattern, state, depth);
+                if pattern.contains(UNKNOWN) {
+                    return UNKNOWN.to_string();
+                }
                 trim(&value_or_empty, &pattern, *suffix, *longest)
             }
             VarOp::Replace {
@@ -1051,9 +1077,21 @@ impl Reader {
             } => {
                 let pattern = self.expand_joined(pattern, state, depth);
                 let with = self.expand_joined(with, state, depth);
+                if pattern.contains(UNKNOWN) || with.contains(UNKNOWN) {
+                    return UNKNOWN.to_string();
+                }
                 replace(&value_or_empty, &pattern, &with, *all, *anchor)
             }
             VarOp::Slice(offset, length) => {
+                // Arithmetic is not read: only literal numbers are known.
+                let literal = |t: &str| {
+                    let t = t.trim();
+                    let digits = t.strip_prefix('-').unwrap_or(t);
+                    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+                };
+                if !literal(offset) || length.as_deref().is_some_and(|l| !literal(l)) {
+                    return UNKNOWN.to_string();
+                }
                 let chars: Vec<char> = value_or_empty.chars().collect();
                 let number = |t: &str| t.trim().parse::<i64>().unwrap_or(0);
                 let len = chars.len() as i64;
@@ -1096,6 +1134,24 @@ impl Reader {
     /// A variable's value: the special ones, the positional ones where
     /// they are known, then the shell's variables.
     fn lookup(&self, name: &str, state: &State) -> Option<String> {
+        // Only ever a number, whatever it is when it runs (`/tmp/x.$$`).
+        const NUMBERS: &[&str] = &[
+            "$",
+            "!",
+            "?",
+            "RANDOM",
+            "SRANDOM",
+            "BASHPID",
+            "PPID",
+            "LINENO",
+            "SECONDS",
+            "EPOCHSECONDS",
+            "UID",
+            "EUID",
+        ];
+        if NUMBERS.contains(&name) || (name == "#" && state.args.is_none()) {
+            return Some(state.vars.get(name).cloned().unwrap_or_else(|| "0".into()));
+        }
         match name {
             "PWD" => Some(state.cwd.to_string_lossy().into_owned()),
             "HOME" => state.vars.get("HOME").cloned().or(Some(self.home.clone())),
@@ -1196,6 +1252,17 @@ fn read_into(args: &[Raw], text: &str, state: &mut State) {
             _ => {}
         }
         i += 1;
+    }
+    if text.contains(UNKNOWN) || state.ifs().unknown() {
+        // Which field lands where is unknown: every one of them is.
+        for name in names.iter().chain(&array) {
+            state.vars.insert(name.clone(), UNKNOWN.to_string());
+            state.arrays.remove(name);
+        }
+        if names.is_empty() && array.is_none() {
+            state.vars.insert("REPLY".into(), UNKNOWN.to_string());
+        }
+        return;
     }
     let ifs = state.ifs();
     let split = |c: char| ifs.splits(c);
