@@ -742,36 +742,68 @@ fn a_router_killed_outright_takes_its_whole_tree_with_it() {
     }
 }
 
-/// A router call holding a two-level tree (`grandchild`), killed outright
-/// by the test: the router, the pids (the grandchild, then openclaw), and
-/// the directory holding the pid file.
-fn call_holding_a_tree() -> (KillOnDrop, Vec<i32>, tempfile::TempDir) {
-    let dir = tempdir();
-    let pid_file = dir.path().join("pids");
-    let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
-        .args(["-m", "hi", "--timeout", "60"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let router = KillOnDrop(router);
-    let tree = wait_for_pids(&pid_file, 2);
-    (router, tree, dir)
+/// A router call holding a two-level tree (`grandchild`), to be killed
+/// outright by a test: whatever of the tree a failing test leaves is
+/// killed when this goes.
+struct Held {
+    router: KillOnDrop,
+    /// The grandchild, then openclaw.
+    tree: Vec<i32>,
+    _dir: tempfile::TempDir,
 }
 
-/// The router's children other than openclaw and those in `but`: its
-/// sentinel (forked just after openclaw starts: waited for).
-fn sentinels(router: &KillOnDrop, leader: i32, but: &[i32]) -> Vec<i32> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let found: Vec<i32> = children_of(router.0.id() as i32)
-            .into_iter()
-            .filter(|p| *p != leader && !but.contains(p))
-            .collect();
-        if !found.is_empty() || std::time::Instant::now() > deadline {
-            return found;
+impl Held {
+    fn start() -> Self {
+        let dir = tempdir();
+        let pid_file = dir.path().join("pids");
+        let router = router_with("grandchild", &["--pid-file", pid_file.to_str().unwrap()])
+            .args(["-m", "hi", "--timeout", "60"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let router = KillOnDrop(router);
+        let tree = wait_for_pids(&pid_file, 2);
+        Held {
+            router,
+            tree,
+            _dir: dir,
         }
-        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    fn leader(&self) -> i32 {
+        self.tree[1]
+    }
+
+    /// The router's children other than openclaw and those in `but`: its
+    /// sentinel (forked as openclaw starts: waited for).
+    fn sentinels(&self, but: &[i32]) -> Vec<i32> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found: Vec<i32> = children_of(self.router.0.id() as i32)
+                .into_iter()
+                .filter(|p| *p != self.leader() && !but.contains(p))
+                .collect();
+            if !found.is_empty() || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn kill_router(&mut self) {
+        self.router.0.kill().unwrap();
+        self.router.0.wait().unwrap();
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for pid in &self.tree {
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            }
+        }
     }
 }
 
@@ -779,9 +811,8 @@ fn sentinels(router: &KillOnDrop, leader: i32, but: &[i32]) -> Vec<i32> {
 /// first), the leader still gets its parent-death signal.
 #[test]
 fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
-    let (mut router, tree, _dir) = call_holding_a_tree();
-    let leader = tree[1];
-    let sentinel = sentinels(&router, leader, &[]);
+    let mut held = Held::start();
+    let sentinel = held.sentinels(&[]);
     assert_eq!(
         sentinel.len(),
         1,
@@ -790,32 +821,37 @@ fn openclaw_dies_with_the_router_even_when_the_sentinel_was_killed_first() {
     unsafe {
         libc::kill(sentinel[0], libc::SIGKILL);
     }
-    router.0.kill().unwrap();
-    router.0.wait().unwrap();
-    assert_gone_in_time(&[leader], "openclaw");
-    // Its own child left its group's leader behind: nobody was left to stop
-    // it (unless a new sentinel came first).
-    unsafe {
-        libc::kill(tree[0], libc::SIGKILL);
-    }
+    held.kill_router();
+    assert_gone_in_time(&[held.leader()], "openclaw");
+    // Its own child left its group's leader behind: nobody may be left to
+    // stop it (unless a new sentinel came first): dropping `held` does.
 }
 
-/// A sentinel someone killed mid-call is replaced, and the new one is
-/// given the running call's group: the whole tree still goes with us.
+/// A sentinel someone killed, or stopped, mid-call is replaced, and the
+/// new one is given the running call's group: the whole tree still goes
+/// with us.
 #[test]
-fn a_sentinel_killed_mid_call_is_replaced_and_still_covers_the_call() {
-    let (mut router, tree, _dir) = call_holding_a_tree();
-    let leader = tree[1];
-    let first = sentinels(&router, leader, &[]);
-    assert_eq!(first.len(), 1, "the sentinel: {first:?}");
-    unsafe {
-        libc::kill(first[0], libc::SIGKILL);
+fn a_sentinel_killed_or_stopped_mid_call_is_replaced_and_still_covers_the_call() {
+    for signal in [libc::SIGKILL, libc::SIGSTOP] {
+        let mut held = Held::start();
+        let first = held.sentinels(&[]);
+        assert_eq!(first.len(), 1, "the sentinel: {first:?}");
+        unsafe {
+            libc::kill(first[0], signal);
+        }
+        let second = held.sentinels(&first);
+        // A stopped one is ours to end, whatever follows.
+        unsafe {
+            libc::kill(first[0], libc::SIGKILL);
+        }
+        assert_eq!(
+            second.len(),
+            1,
+            "a new sentinel after signal {signal}: {second:?}"
+        );
+        held.kill_router();
+        assert_gone_in_time(&held.tree, "the tree");
     }
-    let second = sentinels(&router, leader, &first);
-    assert_eq!(second.len(), 1, "a new sentinel: {second:?}");
-    router.0.kill().unwrap();
-    router.0.wait().unwrap();
-    assert_gone_in_time(&tree, "the tree");
 }
 
 // ---- 7. Spawn failure (§3.5.1) --------------------------------------------

@@ -143,8 +143,16 @@ impl Watch {
             // it is gone.
             let waited =
                 unsafe { libc::waitpid(sentinel.pid, std::ptr::null_mut(), libc::WNOHANG) };
-            if waited == 0 {
+            if waited == 0 && !stopped(sentinel.pid) {
                 return;
+            }
+            if waited == 0 {
+                // Stopped (`kill -STOP`): it would never sweep. Replaced;
+                // adoption reaps it.
+                // SAFETY: a signal to our own child.
+                unsafe {
+                    libc::kill(sentinel.pid, libc::SIGKILL);
+                }
             }
             self.sentinel = None;
         }
@@ -171,6 +179,15 @@ impl Watch {
         // stopped sentinel with a full pipe; the record is lost, the tag
         // sweep still covers the group's tagged members.
     }
+}
+
+/// Whether process `pid` is stopped (its state in /proc is `T` or `t`).
+fn stopped(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('T' | 't')))
+    })
 }
 
 fn start() -> io::Result<Sentinel> {
