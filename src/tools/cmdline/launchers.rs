@@ -42,12 +42,19 @@ pub(super) fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
     };
     let inner = match name {
         "env" => {
+            // Options come first: after `--` or the first NAME=VALUE, a
+            // word starting with `-` is the command (`env A=1 -x` runs -x).
+            let mut options = true;
             let mut i = 0;
             while i < rest.len() {
                 let w = rest[i].text.as_str();
-                if w == "--" {
+                if options && w == "--" {
+                    options = false;
                     i += 1;
                     continue;
+                }
+                if !options && w.starts_with('-') {
+                    break;
                 }
                 if w == "-i" || w == "-" || w == "--ignore-environment" {
                     state.vars.retain(|k, _| k == "HOME" || k == "PWD");
@@ -97,6 +104,7 @@ pub(super) fn unwrap(words: &[Word], state: &mut State) -> Unwrapped {
                     i += 1;
                 } else if let Some((k, v)) = w.split_once('=').filter(|(k, _)| is_name(k)) {
                     state.vars.insert(k.to_owned(), v.to_owned());
+                    options = false;
                     i += 1;
                 } else {
                     break;

@@ -1417,6 +1417,24 @@ mod tests {
     }
 
     #[test]
+    fn env_takes_options_only_before_its_assignments() {
+        // GNU env: `env A=1 -x` and `env -- -x` run a program named `-x`.
+        for argv in [
+            &["env", "A=1", "-/mkfs.x"][..],
+            &["env", "--", "-/mkfs.x"],
+            &["env", "-i", "A=1", "-/mkfs.x", "y"],
+        ] {
+            let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
+            let r = read(&argv, Path::new("/w"), vars());
+            assert!(
+                r.commands.iter().any(|c| c.words[0].text == "-/mkfs.x"),
+                "{argv:?}: {:?}",
+                r.commands
+            );
+        }
+    }
+
+    #[test]
     fn wrappers_come_off_and_nested_shells_are_read() {
         let r = read(
             &[
