@@ -402,10 +402,12 @@ pub fn forbidden(data: &[u8]) {
                 .collect::<Vec<_>>()
         };
         // `env` and `nice` read a leading `-` as their own option and run
-        // nothing (`env -h/x`: "invalid option"); `timeout` runs it.
+        // nothing (`env -h/x`: "invalid option"); `timeout` runs it. `env`
+        // reads any word with a `=` as a variable to set, not a program.
         let option = argv[0].starts_with('-');
+        let assignment = argv[0].contains('=');
         for front in [&["env"][..], &["nice", "-n", "5"], &["timeout", "5"]] {
-            if option && front[0] != "timeout" {
+            if (option && front[0] != "timeout") || (assignment && front[0] == "env") {
                 continue;
             }
             let argv = wrapped(front);
