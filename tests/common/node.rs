@@ -269,7 +269,23 @@ impl TtyNode {
 }
 
 impl Drop for TtyNode {
+    /// The node first: it runs under `script` in a terminal session of
+    /// its own and ignores the SIGHUP that killing `script` sends it, so
+    /// killing `script` alone left it running.
     fn drop(&mut self) {
+        for pid in super::children_of(self.child.id() as i32) {
+            // SAFETY: a plain kill(2) on our own grandchild's pid.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while super::alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
