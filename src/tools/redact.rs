@@ -615,35 +615,53 @@ fn assignments(text: &str) -> Cow<'_, str> {
 /// An `Authorization` header's credentials, whatever the scheme
 /// (`Authorization: Basic …`, `authorization=token …`): the scheme stays.
 fn authorizations(text: &str) -> Cow<'_, str> {
+    credentials_after(text, "authorization", true)
+}
+
+/// What follows `Bearer ` (any case), as an `Authorization` header has it.
+fn bearer_tokens(text: &str) -> Cow<'_, str> {
+    credentials_after(text, "bearer", false)
+}
+
+/// The value after each `marker` (any case): after a header's `:` or `=`
+/// and its scheme word, or after a word and a blank (`Bearer …`).
+fn credentials_after<'a>(text: &'a str, marker: &str, header: bool) -> Cow<'a, str> {
     let lower = text.to_ascii_lowercase();
     let bytes = text.as_bytes();
     let mut ranges = Vec::new();
     let mut from = 0;
-    while let Some(found) = lower[from..].find("authorization") {
-        from += found + "authorization".len();
-        // The header's separator, quotes and blanks around it.
+    while let Some(found) = lower[from..].find(marker) {
+        let word = from + found;
+        from = word + marker.len();
+        let separators: &[u8] = if header { b":= \t\"'" } else { b" \t" };
         let sep = bytes[from..]
             .iter()
-            .take_while(|&&b| matches!(b, b':' | b'=' | b' ' | b'\t' | b'"' | b'\''))
+            .take_while(|b| separators.contains(b))
             .count();
-        if !bytes[from..from + sep]
-            .iter()
-            .any(|&b| b == b':' || b == b'=')
-        {
+        let separated = if header {
+            bytes[from..from + sep]
+                .iter()
+                .any(|&b| b == b':' || b == b'=')
+        } else {
+            sep > 0 && (word == 0 || !bytes[word - 1].is_ascii_alphanumeric())
+        };
+        if !separated {
             continue;
         }
         let mut start = from + sep;
-        // A scheme word and a blank, then the credentials.
-        let scheme = bytes[start..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
-        let blank = bytes[start + scheme..]
-            .iter()
-            .take_while(|&&b| b == b' ' || b == b'\t')
-            .count();
-        if scheme > 0 && blank > 0 {
-            start += scheme + blank;
+        if header {
+            // A scheme word and a blank, then the credentials.
+            let scheme = bytes[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphabetic())
+                .count();
+            let blank = bytes[start + scheme..]
+                .iter()
+                .take_while(|&&b| b == b' ' || b == b'\t')
+                .count();
+            if scheme > 0 && blank > 0 {
+                start += scheme + blank;
+            }
         }
         let end = bytes[start..]
             .iter()
@@ -653,36 +671,6 @@ fn authorizations(text: &str) -> Cow<'_, str> {
             ranges.push((start, end));
         }
         from = end.max(from);
-    }
-    unchanged_or(text, ranges)
-}
-
-/// What follows `Bearer ` (any case), as an `Authorization` header has it.
-fn bearer_tokens(text: &str) -> Cow<'_, str> {
-    let lower = text.to_ascii_lowercase();
-    let bytes = text.as_bytes();
-    let mut ranges = Vec::new();
-    let mut from = 0;
-    while let Some(found) = lower[from..].find("bearer") {
-        let word = from + found;
-        from = word + "bearer".len();
-        let starts_a_word = word == 0 || !bytes[word - 1].is_ascii_alphanumeric();
-        let spaces = bytes[from..]
-            .iter()
-            .take_while(|&&b| b == b' ' || b == b'\t')
-            .count();
-        if !starts_a_word || spaces == 0 {
-            continue;
-        }
-        let start = from + spaces;
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| ends_a_value(b))
-            .map_or(text.len(), |n| start + n);
-        if end > start && &text[start..end] != REDACTED {
-            ranges.push((start, end));
-        }
-        from = end;
     }
     unchanged_or(text, ranges)
 }
