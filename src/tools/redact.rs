@@ -289,7 +289,7 @@ fn scan(text: &str, comments: bool) -> String {
         let mut gap = 0;
         loop {
             gap += rest[gap..].len() - rest[gap..].trim_start().len();
-            match comment_len(&rest[gap..]).filter(|_| comments) {
+            match comments.then(|| comment_len(&rest[gap..])).flatten() {
                 Some(len) => gap += len,
                 None => break,
             }
@@ -326,7 +326,7 @@ fn scan(text: &str, comments: bool) -> String {
             let space = rest.len() - rest.trim_start().len();
             out.push_str(&rest[..space]);
             rest = &rest[space..];
-            match comment_len(rest).filter(|_| comments) {
+            match comments.then(|| comment_len(rest)).flatten() {
                 Some(len) => {
                     out.push_str(&comment(&rest[..len]));
                     rest = &rest[len..];
@@ -888,6 +888,20 @@ mod tests {
         ] {
             assert!(out.contains(kept), "{kept} lost: {out}");
         }
+    }
+
+    /// Inside a comment's body a word no longer searches the rest of the
+    /// text for a comment's end (`"a /*"` × 40,000 took 19.5 s; 1 MB about
+    /// 12 minutes): the body is redacted as config all the same.
+    #[test]
+    fn words_in_a_comment_body_do_not_rescan_the_text() {
+        let text = format!("// {}token: hunter2", "a /*".repeat(50_000));
+        let out = config(&text);
+        assert!(!out.contains("hunter2"));
+        assert_eq!(
+            out.len(),
+            text.len() - "hunter2".len() + "\"<redacted>\"".len()
+        );
     }
 
     #[test]
