@@ -270,7 +270,7 @@ impl NodeArgs {
     pub fn pair(&self) -> Option<String> {
         self.pair
             .clone()
-            .or_else(|| crate::secrets::var("CLAWBOT_ROUTER_SETUP_CODE"))
+            .or_else(|| crate::shared::secrets::var("CLAWBOT_ROUTER_SETUP_CODE"))
     }
 }
 
@@ -410,7 +410,7 @@ impl GatewayArgs {
     pub fn token(&self) -> Option<String> {
         self.token
             .clone()
-            .or_else(|| crate::secrets::var("OPENCLAW_GATEWAY_TOKEN"))
+            .or_else(|| crate::shared::secrets::var("OPENCLAW_GATEWAY_TOKEN"))
     }
 
     /// The pin, if one was given (a blank variable counts as none).

@@ -489,7 +489,7 @@ pub fn workspace_path(data: &[u8]) {
 pub fn mcp_message(data: &[u8]) {
     use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
     if let Ok(value) = serde_json::from_slice::<Value>(data) {
-        let (answer, _key) = crate::mcp::read_message(&value);
+        let (answer, _key) = crate::mcp_server::read_message(&value);
         if let Some(answer) = answer {
             let answer: Value = serde_json::from_str(&answer).expect("our answer is JSON");
             assert_eq!(answer["error"]["code"], -32600);
@@ -509,7 +509,7 @@ pub fn mcp_message(data: &[u8]) {
                 let _ = crate::router::request::from_json(&arguments.to_string());
             }
             ClientRequest::GetPromptRequest(get) => {
-                let _ = crate::mcp::read_prompt_lang(get.params.arguments.as_ref());
+                let _ = crate::mcp_server::read_prompt_lang(get.params.arguments.as_ref());
             }
             _ => {}
         }

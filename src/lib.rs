@@ -12,20 +12,18 @@
 
 mod app;
 mod cli;
-mod escape;
 mod front;
 /// For the fuzz targets in `fuzz/` only: not an API.
 #[doc(hidden)]
 pub mod fuzzing;
 mod gateway;
 mod links;
-mod log;
-mod mcp;
+mod mcp_server;
 mod node;
 mod router;
 mod runner;
 mod schema;
-mod secrets;
+mod shared;
 mod tools;
 mod ui;
 
@@ -39,7 +37,7 @@ pub fn full() -> ExitCode {
 
 /// The whole program on `args`, its secrets sealed away first.
 fn run_full(args: Vec<std::ffi::OsString>) -> u8 {
-    secrets::seal(&args);
+    shared::secrets::seal(&args);
     on_runtime(move || app::run(args))
 }
 
@@ -53,7 +51,7 @@ pub fn front() -> ExitCode {
 fn front_code(args: Vec<std::ffi::OsString>) -> u8 {
     match app::cli_call(&args) {
         Some(call) => {
-            secrets::seal(&args);
+            shared::secrets::seal(&args);
             on_runtime(|| app::run_cli_call(call))
         }
         // Sealed by the full program: the hand-over passes the secrets on.

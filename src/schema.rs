@@ -8,8 +8,21 @@
 use serde::Serialize;
 
 use crate::cli::SchemaFormat;
+use crate::router::messages::Lang;
 
 pub const TOOL_NAME: &str = "clawbot_router";
+
+/// The system-prompt fragment that teaches a host LLM when and how to call
+/// the tool (`clawbot_router prompt`, MCP's `instructions` and prompt).
+pub const PROMPT_ZH: &str = include_str!("../prompts/clawbot_router.zh.md");
+pub const PROMPT_EN: &str = include_str!("../prompts/clawbot_router.en.md");
+
+pub fn prompt(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => PROMPT_ZH,
+        Lang::En => PROMPT_EN,
+    }
+}
 
 const DESCRIPTION: &str = "\
 使用远程 clawBot / OpenClaw 多 Agent 能力处理复杂任务，例如日志分析、运维排查、跨系统信息整合。\

@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 
-use crate::escape;
-use crate::router::messages::{self, Lang};
+use crate::shared::escape;
 
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const TICK: Duration = Duration::from_millis(100);
@@ -76,15 +75,14 @@ impl Activity {
 }
 
 impl Spinner {
-    /// Starts the seed's pre-announcement with elapsed time, if stderr is a
-    /// terminal; `None` otherwise.
-    pub fn start(lang: Lang) -> Option<Self> {
+    /// Starts `text` (the seed's pre-announcement) with elapsed time, if
+    /// stderr is a terminal; `None` otherwise.
+    pub fn start(text: &'static str) -> Option<Self> {
         if !std::io::stderr().is_terminal() {
             return None;
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (done_tx, done) = std_mpsc::channel();
-        let text = messages::announce(lang);
         let flag = stop.clone();
         let activity = Activity::default();
         let doing = activity.clone();

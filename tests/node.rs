@@ -1145,9 +1145,21 @@ async fn start_sleeper(gw: &FakeGateway, node: &Node) -> (String, i32) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_stops_running_commands_and_exits_cleanly() {
+    stops_cleanly_on(libc::SIGINT).await;
+}
+
+/// A closed terminal or a service manager's reload (SIGHUP) stops the node
+/// as it stops the router, `mcp` and the links: one signal path for every
+/// mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hangup_stops_the_node_as_it_stops_every_mode() {
+    stops_cleanly_on(libc::SIGHUP).await;
+}
+
+async fn stops_cleanly_on(signal: i32) {
     let (gw, mut node) = connected(Config::default(), &["--approval", "allow"]).await;
     let (id, pid) = start_sleeper(&gw, &node).await;
-    node.signal(libc::SIGINT);
+    node.signal(signal);
     assert_eq!(node.wait_exit(LONG).await, Some(0));
     assert_eq!(error_code(&gw.result(&id, LONG).await), "CANCELLED");
     common::assert_all_gone(&[pid]);

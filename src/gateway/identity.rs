@@ -7,7 +7,7 @@
 //! material or tokens.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::frames::DeviceProof;
+use crate::shared::paths::{write_new_private, write_private};
 
 const IDENTITY_FILE: &str = "device-identity.json";
 const TOKENS_FILE: &str = "device-tokens.json";
@@ -126,10 +127,7 @@ impl Identity {
 
 /// `device.id`: lowercase hex SHA-256 of the raw public key.
 pub fn device_id(public_key: &[u8; 32]) -> String {
-    Sha256::digest(public_key)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::shared::hex::hex(&Sha256::digest(public_key))
 }
 
 /// The signed string:
@@ -208,49 +206,6 @@ impl TokenStore {
         };
         write_private(&self.path, &serde_json::to_vec_pretty(&all)?)
     }
-}
-
-/// Creates the directory (0700) if needed and writes `bytes` to `path`
-/// (0600) atomically.
-pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    private_file(path, bytes, true)
-}
-
-/// As [`write_private`], but never over an existing file (AlreadyExists).
-fn write_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    private_file(path, bytes, false)
-}
-
-fn private_file(path: &Path, bytes: &[u8], overwrite: bool) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_all()?;
-    if overwrite {
-        file.persist(path).map_err(|e| e.error)?;
-    } else {
-        file.persist_noclobber(path).map_err(|e| e.error)?;
-    }
-    Ok(())
-}
-
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)?;
-    // A directory that already existed keeps whatever mode it had.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 fn invalid(message: String) -> io::Error {

@@ -24,14 +24,6 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
-/// Milliseconds since the Unix epoch (OpenClaw's timestamps).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
-
 /// `client.platform` as OpenClaw names it (Node.js's `process.platform`).
 pub fn platform() -> &'static str {
     match std::env::consts::OS {

@@ -100,8 +100,6 @@ pub fn decode(text: &str, now_ms: u64) -> Result<SetupCode, String> {
     })
 }
 
-pub use super::now_ms;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 //! - Every failure is one line: which host, what was expected and what was
 //!   presented, or why the chain was rejected.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -173,12 +173,12 @@ pub fn plaintext_allowed_strictly(host: &str) -> bool {
 fn plaintext_rule(host: &str, break_glass: bool) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return private_address(ip);
+        return crate::shared::net::private_address(ip);
     }
     // `134744072`, `0x8.8.8.8`, `8.8.2056`: names only to a URL parser,
     // addresses to the resolver (inet_aton): judged as the address.
     if let Some(v4) = inet_aton(&host) {
-        return private_v4(v4);
+        return crate::shared::net::private_v4(v4);
     }
     host == "localhost" || host.ends_with(".local") || host.ends_with(".ts.net") || break_glass
 }
@@ -216,30 +216,6 @@ fn inet_aton(host: &str) -> Option<Ipv4Addr> {
         return None;
     }
     Some(Ipv4Addr::from((addr | last) as u32))
-}
-
-fn private_address(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => private_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return private_v4(v4);
-            }
-            let first = v6.segments()[0];
-            v6 == Ipv6Addr::LOCALHOST
-                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
-                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
-                || (first & 0xffc0) == 0xfec0 // site-local fec0::/10
-        }
-    }
-}
-
-fn private_v4(v4: Ipv4Addr) -> bool {
-    let [a, b, ..] = v4.octets();
-    v4.is_loopback()
-        || v4.is_private()
-        || v4.is_link_local()
-        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64.0.0/10
 }
 
 /// Whether `host` is this machine (where OpenClaw trusts a device-less

@@ -229,7 +229,7 @@ fn said(value: &Value) -> String {
         (_, _, Some(text)) => text.to_owned(),
         _ => value.to_string(),
     };
-    crate::escape::line(&text.chars().take(500).collect::<String>()).into_owned()
+    crate::shared::escape::line(&text.chars().take(500).collect::<String>()).into_owned()
 }
 
 /// The whole body, or an error past `max` bytes.

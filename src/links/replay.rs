@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::hex;
+use crate::shared::hex::hex;
 
 /// How long an id is kept after it was last seen.
 pub const KEEP: Duration = Duration::from_secs(24 * 3600);
@@ -99,13 +99,13 @@ impl Replay {
             &state_dir.join("replay").join(name),
             KEEP,
             CAP,
-            super::now_ms(),
+            crate::shared::clock::now_ms(),
         )
     }
 
     fn open_at(path: &Path, keep: Duration, cap: usize, now: u64) -> Result<Self, String> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        crate::gateway::identity::create_private_dir(dir)
+        crate::shared::paths::create_private_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let lock_path = path.with_extension("lock");
         let lock = private_options()
@@ -171,7 +171,7 @@ impl Replay {
     /// Whether `id` was seen before (and, if so, it is seen now: kept
     /// [`KEEP`] from now).
     pub fn seen(&self, id: &str) -> bool {
-        self.seen_at(id, super::now_ms())
+        self.seen_at(id, crate::shared::clock::now_ms())
     }
 
     fn seen_at(&self, id: &str, now: u64) -> bool {
@@ -199,7 +199,7 @@ impl Replay {
     /// Records `id` before it runs: [`Admit::New`] once it is on disk.
     /// Err: it could not be recorded, so it must not run.
     pub fn admit(&self, id: &str) -> Result<Admit, String> {
-        self.admit_at(id, super::now_ms())
+        self.admit_at(id, crate::shared::clock::now_ms())
     }
 
     fn admit_at(&self, id: &str, now: u64) -> Result<Admit, String> {
@@ -283,7 +283,7 @@ impl Inner {
         }
         // Closed first: Windows renames over an open file only sometimes.
         self.journal = None;
-        crate::gateway::identity::write_private(path, text.as_bytes())?;
+        crate::shared::paths::write_private(path, text.as_bytes())?;
         self.lines = self.ids.len();
         Ok(())
     }

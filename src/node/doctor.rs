@@ -16,10 +16,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::Backoff;
 use super::say;
 use crate::gateway::client::{ConnectError, Connection};
 use crate::gateway::operator::{self, AgentParams, Progress, Scope, Seen, TurnEnd};
+use crate::shared::backoff::Backoff;
 
 /// Seed 000 §"Error Handling": no reply for this long is said
 /// (`CLAWBOT_ROUTER_DOCTOR_QUIET_MS` shortens it for tests).
@@ -375,7 +375,7 @@ impl Stdout {
 
     /// The agent's words, escaped: its reply must not drive the terminal.
     fn write(&self, text: &str) {
-        let text = crate::escape::text(text).into_owned();
+        let text = crate::shared::escape::text(text).into_owned();
         let _ = self.0.try_send(Write_::Text(text));
     }
 

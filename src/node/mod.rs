@@ -13,13 +13,12 @@
 //!
 //! Everything the node prints goes to stderr: it is a long-running service.
 
-pub mod backoff;
 mod doctor;
 mod events;
 mod lock;
+mod mcp_publish;
 mod name;
 mod pins;
-pub(crate) mod plugin_tools;
 mod progress;
 mod result;
 pub mod service;
@@ -42,12 +41,12 @@ use crate::gateway::frames::{
     Auth, ClientInfo, ConnectParams, ErrorShape, Frame, InvokeRequest, MAX_PROTOCOL, MIN_PROTOCOL,
     NodeEvent,
 };
-use crate::gateway::identity::{self, Identity, SignedFields, TokenStore};
-use crate::links::mcp_servers::Servers;
-use crate::log::{flush_log, say};
+use crate::gateway::identity::{Identity, SignedFields, TokenStore};
+use crate::shared::backoff::Backoff;
+use crate::shared::log::{flush_log, say};
+use crate::tools::mcp_client::Servers;
 use crate::tools::policy::Mode;
 use crate::tools::{self, Invocation, ToolError, Tools};
-use backoff::Backoff;
 use result::{content_budget, result_frame, send_result};
 use surface::Surface;
 
@@ -98,7 +97,7 @@ pub struct Options {
     /// `--no-agent-tools`: publish no tools (node-mcp).
     pub no_agent_tools: bool,
     /// Local MCP servers whose tools are published too.
-    pub mcp: crate::links::mcp_servers::Setup,
+    pub mcp: crate::tools::mcp_client::Setup,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -109,24 +108,6 @@ pub struct Doctor {
 }
 
 const SAVED_GATEWAY: &str = "gateway.json";
-
-/// `$XDG_STATE_HOME/clawbot_router`, else `~/.local/state/clawbot_router`;
-/// on Windows `%LOCALAPPDATA%\\clawbot_router` (never the temp directory,
-/// which cleanup tools empty: the device identity lives here).
-pub fn default_state_dir() -> std::path::PathBuf {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|d| !d.is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    let base = if cfg!(windows) {
-        var("LOCALAPPDATA").or_else(|| var("USERPROFILE").map(|h| h.join("AppData").join("Local")))
-    } else {
-        var("XDG_STATE_HOME").or_else(|| var("HOME").map(|h| h.join(".local").join("state")))
-    };
-    base.unwrap_or_else(std::env::temp_dir)
-        .join("clawbot_router")
-}
 
 /// The gateway this node last connected to (`gateway.json` in its state
 /// directory), used when nothing names one.
@@ -141,29 +122,23 @@ fn save_gateway(state_dir: &std::path::Path, url: &str) {
         return;
     }
     let body = serde_json::to_vec_pretty(&json!({ "url": url })).expect("plain data");
-    if let Err(e) = identity::write_private(&state_dir.join(SAVED_GATEWAY), &body) {
+    if let Err(e) = crate::shared::paths::write_private(&state_dir.join(SAVED_GATEWAY), &body) {
         say(&format!("cannot save the gateway's address: {e}"));
     }
 }
 
-/// Runs the node until Ctrl-C (exit 0) or a configuration error (exit 1);
-/// with `--doctor`, until the doctor session ends too.
-pub async fn run(mut options: Options) -> u8 {
+/// Runs the node until `stop` (a signal: exit 0) or a configuration error
+/// (exit 1); with `--doctor`, until the doctor session ends too.
+pub async fn run(mut options: Options, stop: CancellationToken) -> u8 {
     if let Some(path) = &options.log_file
-        && let Err(e) = crate::log::to_file(path)
+        && let Err(e) = crate::shared::log::to_file(path)
     {
-        crate::log::tell(
+        crate::shared::log::tell(
             "node",
             &format!("cannot write the log to {}: {e}", path.display()),
         );
         return 1;
     }
-    let stop = CancellationToken::new();
-    let signalled = stop.clone();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        signalled.cancel();
-    });
     let wanted = options.doctor.take();
     let node = Node::start(options);
     let servers = node.as_ref().ok().and_then(|n| n.servers.clone());
@@ -222,7 +197,7 @@ struct Node {
     /// The door to the agents: our tools (none under `--commands`, as
     /// OpenClaw's node host, or `--no-agent-tools`) and the local MCP
     /// servers'.
-    door: Arc<plugin_tools::Door>,
+    door: Arc<mcp_publish::Door>,
     servers: Option<Arc<Servers>>,
 }
 
@@ -272,14 +247,14 @@ impl Node {
         let ours = if options.commands.is_some() || options.no_agent_tools {
             Vec::new()
         } else {
-            plugin_tools::ours(tools.declared())
+            mcp_publish::ours(tools.declared())
         };
         for note in &options.mcp.notes {
             say(note);
         }
         let servers = (!options.mcp.servers.is_empty())
             .then(|| Servers::start(options.mcp.servers.clone(), tools.workspace().root()));
-        let door = Arc::new(plugin_tools::Door::new(
+        let door = Arc::new(mcp_publish::Door::new(
             ours,
             servers.clone(),
             Arc::clone(&tools),
@@ -542,7 +517,7 @@ impl Node {
     fn expired_code(&self) -> Option<String> {
         let code = self.options.pair.as_ref()?;
         code.expires_at_ms
-            .is_some_and(|at| at <= gateway::setup_code::now_ms())
+            .is_some_and(|at| at <= crate::shared::clock::now_ms())
             .then(|| {
                 "the pairing setup code has expired and this node has no device token for its gateway: create a new one with `openclaw qr --setup-code-only` (or the Control UI's Node host dialog)".to_owned()
             })
@@ -571,7 +546,7 @@ impl Node {
     fn commands(&self) -> Vec<String> {
         let mut commands = self.tools.declared().to_vec();
         if self.publishing() {
-            commands.push(plugin_tools::COMMAND.to_owned());
+            commands.push(mcp_publish::COMMAND.to_owned());
         }
         commands
     }
@@ -672,7 +647,7 @@ impl Node {
         // Requests of ours the gateway refused, by method: told once.
         let mut refused: HashSet<String> = HashSet::new();
         surface.ask(&outbox);
-        let mut publisher = plugin_tools::Publisher::new(Arc::clone(&self.door));
+        let mut publisher = mcp_publish::Publisher::new(Arc::clone(&self.door));
         publisher.publish(&outbox);
         let mut offered = self.door.changes();
         let mut surface_timer =
@@ -742,7 +717,7 @@ impl Node {
                                 ));
                             }
                             surface.answered(&res.id, res.ok, res.error.as_ref());
-                            let answer = plugin_tools::Answer { ok: res.ok, payload: res.payload.as_ref(), error: res.error.as_ref() };
+                            let answer = mcp_publish::Answer { ok: res.ok, payload: res.payload.as_ref(), error: res.error.as_ref() };
                             publisher.answered(&res.id, answer, surface.confirmed);
                             publisher.approval(surface.confirmed, &outbox);
                             if surface.confirmed {
@@ -869,8 +844,8 @@ impl Node {
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).
             let (outcome, decision, what, verdict) =
-                if let Some(door) = door.filter(|_| request.command == plugin_tools::COMMAND) {
-                    let called = plugin_tools::call(&door, invocation).await;
+                if let Some(door) = door.filter(|_| request.command == mcp_publish::COMMAND) {
+                    let called = mcp_publish::call(&door, invocation).await;
                     let verdict = called.verdict();
                     (called.result, called.decision, called.label, verdict)
                 } else {
@@ -964,23 +939,4 @@ fn is_terminal(error: &ErrorShape) -> bool {
 /// The first 8 characters of an id, for log lines.
 fn short(id: &str) -> &str {
     id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::gateway::identity::write_private;
 use crate::gateway::{Fingerprint, Trust};
+use crate::shared::paths::write_private;
 
 const FILE: &str = "gateway-pins.json";
 

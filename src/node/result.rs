@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::short;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::{InvokeError, InvokeResult};
-use crate::log::say;
+use crate::shared::log::say;
 use crate::tools::ToolError;
 
 /// Bytes of content one result may carry: JSON escaping can grow text up to

@@ -38,7 +38,7 @@ impl Beacon {
             status: Status {
                 pid: std::process::id(),
                 gateway: gateway.to_owned(),
-                since_ms: crate::tools::audit::now_ms(),
+                since_ms: crate::shared::clock::now_ms(),
                 ..Status::default()
             },
         };
@@ -50,7 +50,7 @@ impl Beacon {
         self.status.connected = true;
         self.status.approved = false;
         self.status.last_error = None;
-        self.status.since_ms = crate::tools::audit::now_ms();
+        self.status.since_ms = crate::shared::clock::now_ms();
         self.write();
     }
 
@@ -65,7 +65,7 @@ impl Beacon {
         self.status.connected = false;
         self.status.approved = false;
         self.status.last_error = Some(why.to_owned());
-        self.status.since_ms = crate::tools::audit::now_ms();
+        self.status.since_ms = crate::shared::clock::now_ms();
         self.write();
     }
 
@@ -73,7 +73,7 @@ impl Beacon {
         self.status.connected = false;
         self.status.approved = false;
         self.status.stopped = true;
-        self.status.since_ms = crate::tools::audit::now_ms();
+        self.status.since_ms = crate::shared::clock::now_ms();
         self.write();
     }
 
@@ -81,7 +81,7 @@ impl Beacon {
     /// node.
     fn write(&self) {
         if let Ok(bytes) = serde_json::to_vec_pretty(&self.status) {
-            let _ = crate::gateway::identity::write_private(&self.path, &bytes);
+            let _ = crate::shared::paths::write_private(&self.path, &bytes);
         }
     }
 }

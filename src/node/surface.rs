@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
-use crate::log::say;
+use crate::shared::log::say;
 
 /// The gateway reports its command-surface approval through the answers to
 /// node requests; this asks (`node.runnerInventory.update`, as OpenClaw's

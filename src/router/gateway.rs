@@ -11,12 +11,11 @@ use std::time::{Duration, Instant};
 use super::command::Route;
 use super::messages;
 use super::result::{Meta, Status};
-use super::{
-    Format, Interrupt, Options, Reply, Session, Via, push_line, seconds, structured, with_meta,
-};
+use super::{Format, Options, Reply, Session, Via, push_line, seconds, structured, with_meta};
 use crate::gateway::client::ConnectError;
 use crate::gateway::frames::ErrorShape;
 use crate::gateway::operator::{self, AgentParams, Progress, Scope, TurnEnd};
+use crate::shared::signals::Interrupt;
 
 /// How long `--via auto` waits for the gateway before using the CLI.
 const AUTO_CONNECT_LIMIT: Duration = Duration::from_secs(3);

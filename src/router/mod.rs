@@ -15,6 +15,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::runner::{self, End, Outcome, SpawnError};
+use crate::shared::signals::Interrupt;
 use command::{Launcher, Route};
 use messages::Lang;
 use request::{Request, RequestError};
@@ -155,13 +156,6 @@ impl Session {
             Session::Key(key) => Some(key.clone()),
         }
     }
-}
-
-/// A signal that interrupted the router.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupt {
-    pub name: &'static str,
-    pub number: i32,
 }
 
 /// The finished call: the JSON to print (meta always filled in; the caller
@@ -402,7 +396,7 @@ async fn through_cli(
             program: invocation.program.clone(),
             args: invocation.args.clone(),
             cwd: None,
-            env: crate::secrets::for_openclaw(),
+            env: crate::shared::secrets::for_openclaw(),
             timeout: options.timeout,
             grace: options.grace,
             // The JSON answer must arrive whole to be read.

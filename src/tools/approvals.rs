@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::ToolError;
 use super::policy::Exec;
-use crate::gateway::identity::write_private;
+use crate::shared::paths::write_private;
 
 const FILE: &str = "exec-approvals.json";
 
@@ -250,7 +250,7 @@ impl Store {
             "pattern": program,
             "argPattern": arg_pattern(&exec.cwd.to_string_lossy(), &args),
             "source": "allow-always",
-            "lastUsedAt": super::audit::now_ms(),
+            "lastUsedAt": crate::shared::clock::now_ms(),
         });
         let mut raw = self.raw.lock().unwrap();
         let mut doc: Value = match raw.as_deref() {
@@ -275,7 +275,7 @@ impl Store {
             "id": uuid::Uuid::new_v4().to_string(),
             "pattern": format!("=node-command:{}", command_hash(&exec.argv)),
             "source": "allow-always",
-            "lastUsedAt": super::audit::now_ms(),
+            "lastUsedAt": crate::shared::clock::now_ms(),
         });
         let list = doc["agents"][agent]["allowlist"]
             .as_array_mut()

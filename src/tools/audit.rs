@@ -73,10 +73,5 @@ impl Audit {
 }
 
 pub fn digest(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::shared::hex::hex(&Sha256::digest(text.as_bytes()))
 }
-
-pub use crate::gateway::now_ms;

@@ -684,13 +684,7 @@ fn hash(id: &Identity) -> Option<String> {
             Err(_) => return None,
         }
     }
-    Some(
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    Some(crate::shared::hex::hex(&hasher.finalize()))
 }
 
 /// When a file was made, where the filesystem says (statx's birth time).

@@ -19,6 +19,7 @@ pub mod exec;
 pub mod forbidden;
 pub mod fs;
 pub mod host;
+pub mod mcp_client;
 mod permit;
 pub mod plans;
 pub mod policy;
@@ -28,11 +29,11 @@ pub mod setup;
 pub mod system;
 pub mod upstream;
 
-/// Our credentials as variables ([`crate::secrets::VARS`]): no command a
+/// Our credentials as variables ([`crate::shared::secrets::VARS`]): no command a
 /// tool runs may see them (an agent's `env` would put them in a
 /// transcript). Taken out of our environment at start-up; removed from a
 /// child's all the same, for a process that was not sealed.
-pub const SECRET_VARS: &[&str] = crate::secrets::VARS;
+pub const SECRET_VARS: &[&str] = crate::shared::secrets::VARS;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -263,7 +264,7 @@ impl Tools {
     ) -> String {
         let label = decision.map(|d| d.label()).unwrap_or_else(|| "none".into());
         self.audit.record(&audit::Entry {
-            ts: audit::now_ms(),
+            ts: crate::shared::clock::now_ms(),
             invoke_id: inv.id,
             command,
             params_sha256: audit::digest(inv.params_json.unwrap_or("")),

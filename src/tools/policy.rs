@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gateway::identity::write_private;
+use crate::shared::paths::write_private;
 use crate::ui::{Answer, Prompter};
 
 const APPROVALS_FILE: &str = "approvals.json";

@@ -27,7 +27,7 @@ pub struct Setup<'a> {
 /// The executor for `declared` commands, and whether a terminal asks the
 /// user (`--approval ask` with stdin and stderr on a terminal).
 pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bool), String> {
-    crate::gateway::identity::create_private_dir(setup.state_dir).map_err(|e| {
+    crate::shared::paths::create_private_dir(setup.state_dir).map_err(|e| {
         format!(
             "cannot create the state directory {}: {e}",
             setup.state_dir.display()
@@ -43,7 +43,7 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bo
     }
     // The files this process read a secret from (--env-file, --token-file,
     // --key-file, --mcp-config), wherever they are.
-    for path in crate::secrets::files() {
+    for path in crate::shared::secrets::files() {
         workspace.protect(&path);
     }
     let prompter = match setup.approval {

@@ -69,7 +69,7 @@ const MAX_DELTAS: usize = 1 << 20;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 fn say(message: &str) {
-    crate::log::say_as("chat", message);
+    crate::shared::log::say_as("chat", message);
 }
 
 pub struct Options {
@@ -212,7 +212,7 @@ impl Chat {
         }
         saved.insert(key, id.to_owned());
         if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
-            let _ = crate::gateway::identity::write_private(&path, &bytes);
+            let _ = crate::shared::paths::write_private(&path, &bytes);
         }
         *self.session.lock().unwrap() = id.to_owned();
         Ok(())
@@ -363,7 +363,7 @@ impl Chat {
         if text.is_empty() {
             return;
         }
-        (self.options.print)(&crate::escape::text(text));
+        (self.options.print)(&crate::shared::escape::text(text));
         self.open_line
             .store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
     }
@@ -660,7 +660,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
             .hands
             .state_dir
             .clone()
-            .unwrap_or_else(crate::node::default_state_dir),
+            .unwrap_or_else(crate::shared::paths::default_state_dir),
         dead_after: Duration::from_secs(args.dead_after),
         tool_timeout: Duration::from_secs(args.tool_timeout),
         print,
@@ -669,7 +669,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
         Ok(chat) => chat,
         Err(why) => {
             say(&why);
-            crate::log::flush_log();
+            crate::shared::log::flush_log();
             return 1;
         }
     };
@@ -697,11 +697,11 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
             break;
         }
     }
-    crate::log::flush_log();
+    crate::shared::log::flush_log();
     if stop.is_cancelled() || ok { 0 } else { 1 }
 }
 
 fn usage(why: &str) -> u8 {
-    crate::log::tell("chat", why);
+    crate::shared::log::tell("chat", why);
     2
 }

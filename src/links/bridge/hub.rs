@@ -110,7 +110,7 @@ impl Hub {
         };
         meta.entry("chat_id").or_insert_with(|| json!(session));
         meta.entry("ts")
-            .or_insert_with(|| json!(super::super::now_ms()));
+            .or_insert_with(|| json!(crate::shared::clock::now_ms()));
         meta.entry("source_channel")
             .or_insert_with(|| json!("clawbot_router"));
         let frame = Out::InboundMessage {

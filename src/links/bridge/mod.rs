@@ -56,7 +56,7 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 const MAX_RESULT: usize = 4 << 20;
 
 fn say(message: &str) {
-    crate::log::say_as("bridge", message);
+    crate::shared::log::say_as("bridge", message);
 }
 
 /// How the bridge runs.
@@ -122,7 +122,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
     {
         say("calls still stopping after 15 s; leaving");
     }
-    crate::log::flush_log();
+    crate::shared::log::flush_log();
     0
 }
 
@@ -162,7 +162,7 @@ fn check_upgrade(
     if let Some(value) = request.headers().get("authorization") {
         let given = value.to_str().unwrap_or_default();
         match given.strip_prefix("Bearer ") {
-            Some(given) if super::same_secret(given, token) => budget.trust(),
+            Some(given) if crate::shared::secrets::same_secret(given, token) => budget.trust(),
             _ => return Err(refuse(401, "wrong token")),
         }
     }
@@ -304,7 +304,7 @@ impl Link {
                     }
                     unanswered += 1;
                     // A queue too full for a ping: the client is not reading.
-                    if self.out.try_send(Message::text(Out::Ping { ts: super::now_ms() }.text())).is_err() {
+                    if self.out.try_send(Message::text(Out::Ping { ts: crate::shared::clock::now_ms() }.text())).is_err() {
                         say(&format!("{}: frames are not being read; the connection is dead", self.peer));
                         return;
                     }
@@ -413,7 +413,7 @@ impl Link {
         pid: Option<u64>,
         token: &str,
     ) -> bool {
-        if !super::same_secret(token, &self.shared.options.token) {
+        if !crate::shared::secrets::same_secret(token, &self.shared.options.token) {
             say(&format!("{}: hello with a wrong token; closed", self.peer));
             self.close(CloseCode::Policy, "wrong token").await;
             return false;
@@ -472,7 +472,7 @@ impl Link {
 
     /// `bridge send`: hand the message to the session's client, or buffer it.
     async fn deliver(&mut self, token: &str, session: String, content: String, meta: Value) {
-        if !super::same_secret(token, &self.shared.options.token) {
+        if !crate::shared::secrets::same_secret(token, &self.shared.options.token) {
             self.close(CloseCode::Policy, "wrong token").await;
             return;
         }
@@ -676,13 +676,13 @@ pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -
         None => serve_main(command.run, stop).await,
     };
     result.unwrap_or_else(|problem| {
-        crate::log::tell("bridge", &problem);
+        crate::shared::log::tell("bridge", &problem);
         2
     })
 }
 
 fn token(t: &crate::cli::BridgeToken) -> Result<String, String> {
-    super::secret(&super::SecretSource {
+    crate::shared::secrets::secret(&crate::shared::secrets::SecretSource {
         flag: t.token.as_deref(),
         file: t.token_file.as_deref(),
         file_flag: "--token-file",
@@ -692,7 +692,8 @@ fn token(t: &crate::cli::BridgeToken) -> Result<String, String> {
 }
 
 async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Result<u8, String> {
-    let listen = super::listen_address(&args.listen, args.allow_remote, "the bridge token")?;
+    let listen =
+        crate::shared::net::listen_address(&args.listen, args.allow_remote, "the bridge token")?;
     let token = token(&args.token)?;
     let mut sessions = Vec::new();
     for s in args.sessions {
@@ -730,7 +731,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
             .ok_or("--meta must be a JSON object")?,
         None => Value::Null,
     };
-    let listen = super::listen_address(&args.listen, true, "the bridge token")?;
+    let listen = crate::shared::net::listen_address(&args.listen, true, "the bridge token")?;
     let url = format!("ws://{listen}{PATH}");
     match send(&url, &token, &args.session, &args.text, meta).await {
         Ok(answer) => {
@@ -738,7 +739,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
             Ok(0)
         }
         Err(problem) => {
-            crate::log::tell("bridge send", &problem);
+            crate::shared::log::tell("bridge send", &problem);
             Ok(1)
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::links::hex;
+use crate::shared::hex::hex;
 use crate::tools::ToolError;
 use crate::tools::policy::Gate;
 
@@ -125,7 +125,7 @@ impl Command {
 }
 
 fn shown(name: &str) -> String {
-    crate::escape::line(&name.chars().take(100).collect::<String>()).into_owned()
+    crate::shared::escape::line(&name.chars().take(100).collect::<String>()).into_owned()
 }
 
 /// The body of `…/complete` for an outcome: the output as text (a file's

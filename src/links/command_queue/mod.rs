@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{Failure, Service};
 use super::replay::{Admit, Replay};
+use crate::shared::backoff::jitter;
 use crate::tools::{Invocation, Tools};
 use command::Command;
 
@@ -68,7 +69,7 @@ const MAX_ANSWER: usize = 4 << 20;
 const MAX_OUTPUT: usize = 256 << 10;
 
 fn say(message: &str) {
-    crate::log::say_as("poll", message);
+    crate::shared::log::say_as("poll", message);
 }
 
 pub struct Options {
@@ -346,7 +347,7 @@ impl Poller {
         for raw in commands {
             let Some(id) = usable_id(&raw) else {
                 use sha2::{Digest, Sha256};
-                let offender = super::hex(&Sha256::digest(raw.to_string().as_bytes()));
+                let offender = crate::shared::hex::hex(&Sha256::digest(raw.to_string().as_bytes()));
                 self.tell_once(
                     &offender,
                     &format!(
@@ -471,14 +472,6 @@ fn is_segment(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
-/// `d` give or take `pct` percent.
-fn jitter(d: Duration, pct: u64) -> Duration {
-    let mut byte = [0u8; 2];
-    let _ = getrandom::fill(&mut byte);
-    let r = u64::from(u16::from_le_bytes(byte)) % (2 * pct + 1);
-    d * (100 - pct as u32 + r as u32) / 100
-}
-
 /// Polls until `stop`; then cancels what runs, says `disconnect`, exits 0.
 pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken) -> u8 {
     let poller = Arc::new(Poller {
@@ -566,21 +559,21 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             Err(e) => say(&format!("disconnect failed: {e}")),
         }
     }
-    crate::log::flush_log();
+    crate::shared::log::flush_log();
     0
 }
 
 /// `clawbot_router poll …`; the exit code.
 pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
     let usage = |why: String| {
-        crate::log::tell("poll", &why);
+        crate::shared::log::tell("poll", &why);
         2
     };
     let api = match Service::parse(&args.api, true) {
         Ok(api) => api,
         Err(why) => return usage(why),
     };
-    let key = match super::secret(&super::SecretSource {
+    let key = match crate::shared::secrets::secret(&crate::shared::secrets::SecretSource {
         flag: args.key.as_deref(),
         file: args.key_file.as_deref(),
         file_flag: "--key-file",
@@ -598,7 +591,7 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         .hands
         .state_dir
         .clone()
-        .unwrap_or_else(crate::node::default_state_dir);
+        .unwrap_or_else(crate::shared::paths::default_state_dir);
     let options = Options {
         key,
         workspace_id: args.workspace_id.filter(|w| !w.trim().is_empty()),
@@ -609,7 +602,7 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         replay: match Replay::open(&state_dir, "poll", api.shown()) {
             Ok(replay) => replay,
             Err(why) => {
-                crate::log::tell("poll", &why);
+                crate::shared::log::tell("poll", &why);
                 return 1;
             }
         },
@@ -629,10 +622,10 @@ fn fingerprint(state_dir: &std::path::Path) -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| {
             let id = uuid::Uuid::new_v4().to_string();
-            let _ = crate::gateway::identity::write_private(&path, id.as_bytes());
+            let _ = crate::shared::paths::write_private(&path, id.as_bytes());
             id
         });
-    super::hex(&Sha256::digest(id.as_bytes()))
+    crate::shared::hex::hex(&Sha256::digest(id.as_bytes()))
 }
 
 #[cfg(test)]
@@ -663,17 +656,6 @@ mod tests {
             &"x".repeat(MAX_ID + 1),
         ] {
             assert!(!is_segment(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn jitter_stays_within_its_percent() {
-        for _ in 0..200 {
-            let d = jitter(Duration::from_secs(10), 20);
-            assert!(
-                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
-                "{d:?}"
-            );
         }
     }
 }

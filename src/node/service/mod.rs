@@ -199,7 +199,7 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     // A system service runs as the account that ran sudo: its state
     // directory by default, not root's.
     let state_dir = match &account {
-        Some(a) if cfg!(unix) && o.state_dir == crate::node::default_state_dir() => {
+        Some(a) if cfg!(unix) && o.state_dir == crate::shared::paths::default_state_dir() => {
             a.home.join(".local/state/clawbot_router")
         }
         _ => o.state_dir.clone(),
@@ -631,7 +631,7 @@ impl Snapshot {
     fn restore(&self) {
         for (path, bytes) in &self.0 {
             let _ = match bytes {
-                Some(bytes) => crate::gateway::identity::write_private(path, bytes),
+                Some(bytes) => crate::shared::paths::write_private(path, bytes),
                 None => std::fs::remove_file(path).or(Ok(())),
             };
         }
@@ -742,7 +742,7 @@ async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Pat
     // A node run by hand (no service) still reports itself.
     let state_dir = state_dir
         .map(Path::to_path_buf)
-        .unwrap_or_else(crate::node::default_state_dir);
+        .unwrap_or_else(crate::shared::paths::default_state_dir);
     let node = node_view(&state_dir, runtime.pid);
     let mut text = format!(
         "service: {} ({} {})",
@@ -912,7 +912,7 @@ fn write_definition(path: &Path, text: &str) -> Result<(), String> {
     } else {
         text.as_bytes().to_vec()
     };
-    crate::gateway::identity::write_private(path, &bytes)
+    crate::shared::paths::write_private(path, &bytes)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -929,7 +929,7 @@ fn write_env_file(state_dir: &Path, secrets: &[(String, String)]) -> Result<(), 
     for (key, value) in secrets {
         text.push_str(&format!("{key}={value}\n"));
     }
-    crate::gateway::identity::write_private(&path, text.as_bytes())
+    crate::shared::paths::write_private(&path, text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -977,7 +977,7 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, String> {
         }
         vars.push((key.to_owned(), value.to_owned()));
     }
-    crate::secrets::holds_secrets(path);
+    crate::shared::secrets::holds_secrets(path);
     Ok(vars)
 }
 

@@ -40,8 +40,9 @@ use serde_json::Value;
 
 use crate::router::messages::Lang;
 use crate::router::result::Status;
-use crate::router::{self, Interrupt, request};
+use crate::router::{self, request};
 use crate::schema;
+use crate::shared::signals::Interrupt;
 
 /// How often a running call reports progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -76,7 +77,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
         ending: "end of input",
         calls: tokio_util::task::TaskTracker::new(),
     };
-    let interrupted = crate::app::interrupts();
+    let interrupted = crate::shared::signals::interrupts();
     if let Some(http) = http {
         return http::serve(server, http, interrupted).await;
     }
@@ -120,7 +121,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
 /// A line on stderr, at once: escaped as the log's are (a client's
 /// method names are its own words).
 fn say(message: &str) {
-    crate::log::tell("mcp", message);
+    crate::shared::log::tell("mcp", message);
 }
 
 fn tool() -> Option<Tool> {
@@ -152,7 +153,7 @@ impl ServerHandler for Server {
             "clawbot_router",
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(crate::app::prompt(self.options.lang))
+        .with_instructions(crate::schema::prompt(self.options.lang))
     }
 
     async fn list_tools(
@@ -282,7 +283,7 @@ impl ServerHandler for Server {
         };
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(
             Role::User,
-            crate::app::prompt(lang),
+            crate::schema::prompt(lang),
         )])
         .with_description("clawbot_router usage guidance")
         .into())

@@ -1,5 +1,6 @@
-//! Reconnect delays: exponential from `base` to `cap`, with jitter so that
-//! many nodes dropped by one gateway restart do not come back in lockstep.
+//! Delays with jitter: reconnects exponential from `base` to `cap`, so that
+//! many nodes dropped by one gateway restart do not come back in lockstep;
+//! polls spread by a percentage, so that many nodes do not ask at once.
 
 use std::time::Duration;
 
@@ -34,6 +35,14 @@ impl Backoff {
     }
 }
 
+/// `d` give or take `pct` percent.
+pub fn jitter(d: Duration, pct: u64) -> Duration {
+    let mut byte = [0u8; 2];
+    let _ = getrandom::fill(&mut byte);
+    let r = u64::from(u16::from_le_bytes(byte)) % (2 * pct + 1);
+    d * (100 - pct as u32 + r as u32) / 100
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +61,16 @@ mod tests {
         }
         b.reset();
         assert!(b.next() <= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn jitter_stays_within_its_percent() {
+        for _ in 0..200 {
+            let d = jitter(Duration::from_secs(10), 20);
+            assert!(
+                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
+                "{d:?}"
+            );
+        }
     }
 }

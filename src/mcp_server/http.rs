@@ -80,7 +80,7 @@ impl Http {
     /// Checks `--http` and its token: loopback alone, or a private address
     /// with a token.
     pub fn new(listen: &str, token: Option<String>, origins: Vec<String>) -> Result<Self, String> {
-        let listen = crate::links::listen_address(listen, true, "the bearer token")
+        let listen = crate::shared::net::listen_address(listen, true, "the bearer token")
             .map_err(|e| format!("--http: {e}"))?;
         if token.is_none() && !listen.ip().is_loopback() {
             return Err(format!(
@@ -138,7 +138,7 @@ struct Front {
 pub(super) async fn serve(
     server: Server,
     http: Http,
-    stop: impl std::future::Future<Output = crate::router::Interrupt>,
+    stop: impl std::future::Future<Output = crate::shared::signals::Interrupt>,
 ) -> u8 {
     let listener = match TcpListener::bind(http.listen).await {
         Ok(l) => l,
@@ -677,7 +677,7 @@ fn refuse(
         .and_then(|v| v.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
         .map_or("", |(_, token)| token.trim());
-    if crate::links::same_secret(given, expected) {
+    if crate::shared::secrets::same_secret(given, expected) {
         return None;
     }
     Some(plain(

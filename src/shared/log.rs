@@ -3,7 +3,7 @@
 //! and the only way the node, the links and `mcp` put a sentence on
 //! stderr.
 //!
-//! A logged message is one line, escaped whole by [`crate::escape::line`]:
+//! A logged message is one line, escaped whole by [`crate::shared::escape::line`]:
 //! sentences here carry what strangers sent (a gateway's reasons, a
 //! client's names, an MCP server's stderr), and none of it may drive the
 //! terminal or forge a line of ours. A message of several lines is logged
@@ -56,7 +56,7 @@ fn line(mode: &str, message: &str) -> String {
     let space = if mode.is_empty() { "" } else { " " };
     format!(
         "[clawbot_router{space}{mode}] {}\n",
-        crate::escape::line(message)
+        crate::shared::escape::line(message)
     )
 }
 

@@ -6,8 +6,21 @@
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
-use crate::node::plugin_tools::Offered;
 use crate::tools::policy::Risk;
+
+/// The MCP server name our own tools are published under (not available
+/// to a local server).
+pub const SERVER: &str = "clawbot";
+
+/// A tool offered to the gateway's agents: one of ours, or one a local MCP
+/// server serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offered {
+    pub server: String,
+    pub tool: String,
+    pub description: String,
+    pub parameters: Value,
+}
 
 /// One tool of a server: what is offered, and how risky a call is.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,14 +20,12 @@ use tokio::time::Instant;
 
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
-use crate::links::mcp_servers::Servers;
-use crate::log::say;
+use crate::shared::log::say;
+use crate::tools::mcp_client::{Offered, SERVER, Servers};
 use crate::tools::{Invocation, ToolError, Tools, catalog};
 
 /// The command an agent's call arrives as.
 pub const COMMAND: &str = "mcp.tools.call.v1";
-/// The MCP server name our own tools are published under.
-pub const SERVER: &str = "clawbot";
 /// OpenClaw's reserved plugin id for node-hosted MCP tools.
 const PLUGIN_ID: &str = "node-mcp";
 /// The gateway keeps at most this many descriptors per node.
@@ -44,16 +42,6 @@ const MAX_CATALOG_BYTES: usize = 10 << 20;
 /// Transient refusals of a publication retried at most this often per
 /// connection.
 const MAX_RETRIES: u32 = 20;
-
-/// A tool offered to the gateway's agents: one of ours, or one a local MCP
-/// server serves.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Offered {
-    pub server: String,
-    pub tool: String,
-    pub description: String,
-    pub parameters: Value,
-}
 
 /// Our own tools that this node declares, as offered.
 pub fn ours(declared: &[String]) -> Vec<Offered> {

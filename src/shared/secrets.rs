@@ -257,6 +257,64 @@ mod linux {
     }
 }
 
+/// Where a secret comes from: its command-line flag (refused), its
+/// file flag, its environment variable.
+pub struct SecretSource<'a> {
+    /// What was given on the command line, to refuse.
+    pub flag: Option<&'a str>,
+    pub file: Option<&'a Path>,
+    /// The file flag's name (`--token-file`), for the messages.
+    pub file_flag: &'a str,
+    pub var: &'a str,
+    /// What it is ("the bridge token").
+    pub what: &'a str,
+}
+
+/// A secret (a token, an API key), from its file or its variable — never
+/// from the command line, where every user of the machine can read it
+/// (`ps`).
+pub fn secret(from: &SecretSource<'_>) -> Result<String, String> {
+    let SecretSource {
+        flag,
+        file,
+        file_flag,
+        var,
+        what,
+    } = *from;
+    if flag.is_some() {
+        return Err(format!(
+            "{what} on the command line is visible to every user of this machine (ps); put it in the environment variable {var} or a file ({file_flag} FILE)"
+        ));
+    }
+    let text = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
+            holds_secrets(path);
+            text
+        }
+        None => self::var(var).unwrap_or_default(),
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(format!(
+            "{what} is missing: set {var} or give {file_flag} FILE"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Whether two secrets are equal, in time that depends neither on where
+/// they differ nor on their lengths: both are hashed first, and the digests
+/// compared with `subtle` (whose comparison the optimiser cannot turn into
+/// an early exit — a hand-written fold carries no such promise).
+pub fn same_secret(a: &str, b: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let (x, y) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
+    x.as_slice().ct_eq(y.as_slice()).into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

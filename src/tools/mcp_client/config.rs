@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// Our own tools' server name: not available to a local server.
-pub const RESERVED: &str = crate::node::plugin_tools::SERVER;
+use super::shape::SERVER as RESERVED;
 /// The longest server name (OpenClaw's node host keeps 31 characters of
 /// it in a tool's name).
 const MAX_NAME: usize = 31;
@@ -109,7 +108,7 @@ fn from_file(path: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
     // The servers' own secrets live in its `env`.
-    crate::secrets::holds_secrets(path);
+    crate::shared::secrets::holds_secrets(path);
     let doc: Value = serde_json::from_str(&text).map_err(|e| at(format!("not JSON: {e}")))?;
     let (mut servers, notes) = parse(&doc).map_err(at)?;
     // A relative "cwd" is the file's business: from the file's directory.

@@ -17,6 +17,7 @@ mod config;
 mod shape;
 
 pub use config::{ServerConfig, Setup, gather};
+pub use shape::{Offered, SERVER};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -36,10 +37,9 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
 
-use crate::log::say;
-use crate::node::backoff::Backoff;
-use crate::node::plugin_tools::Offered;
 use crate::runner::{Launch, Resident};
+use crate::shared::backoff::Backoff;
+use crate::shared::log::say;
 use crate::tools::policy::Risk;
 use crate::tools::upstream::{Reply, Upstream};
 use crate::tools::{SECRET_VARS, ToolError};

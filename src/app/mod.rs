@@ -1,0 +1,139 @@
+//! The top: parse the command line once, run the router call or a mode,
+//! print the answer once, and map every outcome to an exit code. This is
+//! the only room that writes to stdout (`print`); `call.rs` builds a router
+//! call from its flags and stdin and answers clap's errors inside the JSON,
+//! `node_args.rs` builds the node's options (its gateway, setup code, service).
+
+mod call;
+mod node_args;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, NodeCommand};
+use crate::shared::log::tell;
+use crate::shared::signals::stopped;
+use crate::{node, schema};
+
+use call::{any_path, call_options, clap_error, router_call, well_formed_call};
+pub use call::{cli_call, not_handed_over, run_cli_call};
+use node_args::{args_after_node, node_options, node_service};
+
+/// Runs the program; returns the process exit code.
+pub async fn run(args: Vec<OsString>) -> u8 {
+    if let Some(call) = well_formed_call(&args) {
+        return Box::pin(router_call(call, any_path)).await;
+    }
+    let raw = args.clone();
+    match Cli::try_parse_from(&args) {
+        Ok(Cli {
+            command: Some(Command::Node(NodeCommand { service, run })),
+            ..
+        }) => {
+            let gateway_flag =
+                args_after_node(&raw).any(|w| w == "--gateway" || w.starts_with("--gateway="));
+            if let Some(service) = service {
+                return Box::pin(node_service(service, gateway_flag)).await;
+            }
+            match node_options(run, gateway_flag) {
+                Ok(options) => Box::pin(node::run(options, stopped())).await,
+                Err(problem) => {
+                    tell("node", &problem);
+                    2
+                }
+            }
+        }
+        Ok(Cli {
+            command: Some(Command::Mcp(args)),
+            ..
+        }) => match mcp_http(&args) {
+            Ok(http) => {
+                Box::pin(crate::mcp_server::serve(
+                    call_options(&args.call, None),
+                    http,
+                ))
+                .await
+            }
+            Err(problem) => {
+                tell("mcp", &problem);
+                2
+            }
+        },
+        Ok(Cli {
+            command: Some(Command::Bridge(command)),
+            ..
+        }) => Box::pin(crate::links::bridge::main(command, stopped())).await,
+        Ok(Cli {
+            command: Some(Command::Chat(args)),
+            ..
+        }) => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
+        Ok(Cli {
+            command: Some(Command::Poll(args)),
+            ..
+        }) => Box::pin(crate::links::command_queue::main(args, stopped())).await,
+        Ok(Cli {
+            command: Some(command),
+            ..
+        }) => {
+            let text = match command {
+                Command::Schema { format } => schema::render(format),
+                Command::Prompt { lang } => schema::prompt(lang).to_owned(),
+                Command::Node(_)
+                | Command::Mcp(_)
+                | Command::Bridge(_)
+                | Command::Chat(_)
+                | Command::Poll(_) => {
+                    unreachable!("handled above")
+                }
+            };
+            print(&text);
+            0
+        }
+        // Each mode's state machine is boxed: the runtime polls this one on
+        // the main thread's stack, which a caller may have made small.
+        Ok(Cli { call, .. }) => Box::pin(router_call(call, any_path)).await,
+        Err(e) => clap_error(e, &args),
+    }
+}
+
+/// `mcp --http`'s address and token, checked; None: stdio.
+pub(super) fn mcp_http(
+    args: &crate::cli::McpArgs,
+) -> Result<Option<crate::mcp_server::http::Http>, String> {
+    let Some(listen) = &args.http else {
+        if args.http_token.is_some() {
+            return Err("--http-token is refused; and it needs --http".into());
+        }
+        return Ok(None);
+    };
+    let from_env = crate::shared::secrets::var("CLAWBOT_ROUTER_MCP_TOKEN")
+        .is_some_and(|t| !t.trim().is_empty());
+    let token = if args.http_token.is_some() || args.http_token_file.is_some() || from_env {
+        Some(crate::shared::secrets::secret(
+            &crate::shared::secrets::SecretSource {
+                flag: args.http_token.as_deref(),
+                file: args.http_token_file.as_deref(),
+                file_flag: "--http-token-file",
+                var: "CLAWBOT_ROUTER_MCP_TOKEN",
+                what: "the bearer token",
+            },
+        )?)
+    } else {
+        None
+    };
+    crate::mcp_server::http::Http::new(listen, token, args.http_origins.clone()).map(Some)
+}
+
+pub(super) fn print_json(value: &impl serde::Serialize) {
+    let line = serde_json::to_string(value).expect("results are plain data") + "\n";
+    print(&line);
+}
+
+/// Writes to stdout; a closed stdout is the reader's choice, not a panic.
+pub(super) fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
