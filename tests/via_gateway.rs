@@ -557,6 +557,18 @@ async fn ws_to_a_tls_gateway_answers_use_wss() {
         )
     );
     assert_eq!(run.code, Some(1));
+    // In Chinese: a setting to change (it did connect: not "before connecting").
+    let mut cmd = router();
+    cmd.args(["--via", "gateway", "--gateway", &plain, "--token", TOKEN])
+        .args(["--lang", "zh", "--exit-code", "-m", "hi"]);
+    let run = call(cmd).await;
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] 无法连接 OpenClaw 网关 {plain}（已拒绝连接，需更改设置（详情：“the gateway at {plain} speaks TLS: use {}”）），未调用远程 Agent。",
+            gw.url()
+        )
+    );
     assert!(gw.operator_connects().is_empty());
 }
 
