@@ -942,6 +942,46 @@ async fn a_changed_certificate_is_refused_with_how_to_reset() {
     assert!(gw2.connects().is_empty());
 }
 
+/// The scheme that does not match the server is a setting, not a hiccup:
+/// said once, and the node stops (exit 1) instead of retrying for ever.
+async fn wrong_scheme_is_said_once_and_ends_the_node(node: &mut Node, sentence: &str) {
+    assert_eq!(node.wait_exit(LONG).await, Some(1), "{}", node.stderr());
+    let said = node.stderr();
+    assert_eq!(
+        said.matches(sentence).count(),
+        1,
+        "{sentence:?} once in:\n{said}"
+    );
+    assert!(!said.contains("reconnecting"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ws_to_a_tls_gateway_says_use_wss_and_stops() {
+    let (gw, _) = tls_gateway().await;
+    let plain = gw.url().replace("wss://", "ws://");
+    let mut node = Node::start(&plain, &["--token", TOKEN]);
+    let sentence = format!("the gateway at {plain} speaks TLS: use {}", gw.url());
+    wrong_scheme_is_said_once_and_ends_the_node(&mut node, &sentence).await;
+    assert!(gw.connects().is_empty(), "no frame was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wss_to_a_plaintext_gateway_says_use_ws_and_stops() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let tls = gw.url().replace("ws://", "wss://");
+    // Pinned, and unpinned (the system's trust store): the same answer.
+    let pin = "AB:".repeat(31) + "AB";
+    let sentence = format!("the gateway at {tls} does not speak TLS: use {}", gw.url());
+    for args in [
+        &["--token", TOKEN, "--tls-fingerprint", &pin][..],
+        &["--token", TOKEN],
+    ] {
+        let mut node = Node::start(&tls, args);
+        wrong_scheme_is_said_once_and_ends_the_node(&mut node, &sentence).await;
+    }
+    assert!(gw.connects().is_empty(), "no frame was sent");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn plaintext_to_a_public_host_is_refused_before_connecting() {
     let mut node = Node::start("ws://gateway.example.invalid:18789", &["--token", TOKEN]);

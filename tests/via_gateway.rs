@@ -538,6 +538,60 @@ async fn a_wss_gateway_pinned_by_fingerprint_answers_and_a_wrong_pin_sends_nothi
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn ws_to_a_tls_gateway_answers_use_wss() {
+    let gw = FakeGateway::start(Config {
+        tls: Some(common::gateway::TestCert::self_signed()),
+        ..Config::default()
+    })
+    .await;
+    let plain = gw.url().replace("wss://", "ws://");
+    let mut cmd = router();
+    via(&plain, "gateway", &mut cmd);
+    cmd.args(["-m", "hi"]);
+    let run = call(cmd).await;
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] Could not reach the OpenClaw gateway at {plain} (the gateway at {plain} speaks TLS: use {}); the remote agent was not called.",
+            gw.url()
+        )
+    );
+    assert_eq!(run.code, Some(1));
+    // In Chinese: a setting to change (it did connect: not "before connecting").
+    let mut cmd = router();
+    cmd.args(["--via", "gateway", "--gateway", &plain, "--token", TOKEN])
+        .args(["--lang", "zh", "--exit-code", "-m", "hi"]);
+    let run = call(cmd).await;
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] 无法连接 OpenClaw 网关 {plain}（已拒绝连接，需更改设置（详情：“the gateway at {plain} speaks TLS: use {}”）），未调用远程 Agent。",
+            gw.url()
+        )
+    );
+    assert!(gw.operator_connects().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wss_to_a_plaintext_gateway_answers_use_ws() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let tls = gw.url().replace("ws://", "wss://");
+    let mut cmd = router();
+    via(&tls, "gateway", &mut cmd);
+    cmd.args(["-m", "hi"]);
+    let run = call(cmd).await;
+    assert_eq!(
+        run.content(),
+        format!(
+            "[clawbot_router] Could not reach the OpenClaw gateway at {tls} (the gateway at {tls} does not speak TLS: use {}); the remote agent was not called.",
+            gw.url()
+        )
+    );
+    assert_eq!(run.code, Some(1));
+    assert!(gw.operator_connects().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn plaintext_to_a_public_host_is_refused_with_the_flag_to_change() {
     let mut cmd = router();
     via("ws://gateway.example.invalid:18789", "gateway", &mut cmd);

@@ -33,6 +33,10 @@ impl From<WireError> for ConnectError {
     fn from(e: WireError) -> Self {
         match e {
             WireError::Refused(why) => ConnectError::Refused(why),
+            // The server's own answer proves the URL wrong.
+            e @ (WireError::Scheme(_) | WireError::NotTls(_)) => {
+                ConnectError::Refused(e.to_string())
+            }
             WireError::Untrusted(why) => ConnectError::Untrusted(why),
             WireError::Transport(why) => ConnectError::Transport(why),
             // A proxy whose gateway is down, or one that sheds load: a
@@ -52,8 +56,10 @@ impl From<WireError> for ConnectError {
 pub enum ConnectError {
     #[error("cannot reach the gateway: {0}")]
     Transport(String),
-    /// Refused before connecting (a bad URL, plaintext to a public host):
-    /// a setting to change, not worth retrying.
+    /// A setting to change, not worth retrying: refused before connecting
+    /// (a bad URL, plaintext to a public host), or a scheme the server
+    /// proved wrong (`ws://` to TLS, `wss://` to plaintext) — no
+    /// credential was sent either way.
     #[error("{0}")]
     Refused(String),
     /// The gateway's certificate was not accepted (one line: host,

@@ -11,9 +11,17 @@
 //!   to anything else is refused before a socket is opened.
 //! - Every failure is one line: which host, what was expected and what was
 //!   presented, or why the chain was rejected.
+//! - **The wrong scheme is named, not retried.** `ws://` to a TLS server
+//!   and `wss://` to a plaintext one fail in ways that look like a flaky
+//!   network ("Handshake not finished", "tls handshake eof"). When an
+//!   attempt fails like that, a second connection asks the server the other
+//!   way (a bare TLS hello, abandoned at the certificate; a bare WebSocket
+//!   upgrade, no credential in either) and, if it answers, the failure says
+//!   which scheme to use.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -109,6 +117,92 @@ pub enum WireError {
     /// status code and its text.
     #[error("it answered HTTP {1} to the WebSocket upgrade")]
     NotWebSocket(u16, String),
+    /// TLS was asked of a server that does not speak it (`host:port`).
+    #[error("TLS handshake with {0} failed: the server does not speak TLS")]
+    NotTls(String),
+    /// The gateway speaks the other scheme: the URL is wrong.
+    #[error("{0}")]
+    Scheme(Mismatch),
+}
+
+/// A gateway URL whose scheme the server does not speak. Proven by the
+/// server's own answer, so it is a setting to change, never a hiccup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// `ws://` to a server that speaks TLS.
+    SpeaksTls { url: String },
+    /// `wss://` to a server that does not; how far plaintext may go
+    /// decides what to suggest.
+    NoTls { url: String, network: Network },
+}
+
+/// Where a host is, as the plaintext rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    Loopback,
+    /// Private, link-local, CGNAT, `.local`, `.ts.net` (or any name under
+    /// OpenClaw's break-glass variable): `ws://` is allowed, the token
+    /// crosses that network unencrypted.
+    Private,
+    /// `ws://` is refused.
+    Public,
+}
+
+impl Network {
+    /// By [`plaintext_allowed`], OpenClaw's break-glass variable included,
+    /// as [`precheck`] judges a `ws://` URL.
+    pub fn of(host: &str) -> Self {
+        if is_loopback(host) {
+            Network::Loopback
+        } else if plaintext_allowed(host) {
+            Network::Private
+        } else {
+            Network::Public
+        }
+    }
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mismatch::SpeaksTls { url } => write!(
+                f,
+                "the gateway at {url} speaks TLS: use {}",
+                with_scheme(url, "wss")
+            ),
+            Mismatch::NoTls {
+                url,
+                network: Network::Loopback,
+            } => write!(
+                f,
+                "the gateway at {url} does not speak TLS: use {}",
+                with_scheme(url, "ws")
+            ),
+            Mismatch::NoTls {
+                url,
+                network: Network::Private,
+            } => write!(
+                f,
+                "the gateway at {url} does not speak TLS: use {} if this network is trusted (the token crosses it unencrypted), or turn on the gateway's TLS (gateway.tls.enabled)",
+                with_scheme(url, "ws")
+            ),
+            Mismatch::NoTls {
+                url,
+                network: Network::Public,
+            } => write!(
+                f,
+                "the gateway at {url} does not speak TLS, and plaintext ws:// is refused to a public address: turn on the gateway's TLS (gateway.tls.enabled), or reach it over a private network or tunnel (ws:// is allowed to loopback, private, .local and .ts.net addresses)"
+            ),
+        }
+    }
+}
+
+/// `url` with its scheme replaced (the rest as the user wrote it).
+fn with_scheme(url: &str, scheme: &str) -> String {
+    match url.split_once("://") {
+        Some((_, rest)) => format!("{scheme}://{rest}"),
+        None => url.to_owned(),
+    }
 }
 
 /// The parts of a gateway URL the wire needs.
@@ -280,16 +374,30 @@ async fn connect(
     seen: &Seen,
 ) -> Result<Ws, WireError> {
     let target = precheck(url, trust)?;
-    let stream = open_stream(&target, trust, seen).await?;
-    let (ws, _) = tokio_tungstenite::client_async_with_config(url, stream, Some(config))
+    let stream = open_stream(&target, trust, seen)
         .await
         .map_err(|e| match e {
-            tokio_tungstenite::tungstenite::Error::Http(response) => {
-                WireError::NotWebSocket(response.status().as_u16(), response.status().to_string())
-            }
-            e => WireError::Transport(e.to_string()),
+            WireError::NotTls(_) => WireError::Scheme(Mismatch::NoTls {
+                url: url.to_owned(),
+                network: Network::of(&target.host),
+            }),
+            e => e,
         })?;
-    Ok(ws)
+    match tokio_tungstenite::client_async_with_config(url, stream, Some(config)).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => Err(WireError::NotWebSocket(
+            response.status().as_u16(),
+            response.status().to_string(),
+        )),
+        // Our upgrade request answered with a TLS alert, or with silence
+        // (Node's TLS server, OpenClaw's, just closes).
+        Err(_) if !target.tls && speaks_tls(&target).await => {
+            Err(WireError::Scheme(Mismatch::SpeaksTls {
+                url: url.to_owned(),
+            }))
+        }
+        Err(e) => Err(WireError::Transport(e.to_string())),
+    }
 }
 
 /// The TCP connection to `target`, and TLS over it when it is `tls`: the
@@ -320,10 +428,51 @@ async fn handshake(
     trust: &Trust,
     seen: &Seen,
 ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, WireError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verdict = Arc::new(Mutex::new(None));
-    let verifier = Verifier::new(provider.clone(), trust.pin, seen.clone(), verdict.clone())
-        .map_err(WireError::Untrusted)?;
+    let verifier = |provider| {
+        Verifier::new(provider, trust.pin, seen.clone(), verdict.clone())
+            .map_err(WireError::Untrusted)
+    };
+    let e = match tls_connect(tcp, target, verifier).await? {
+        Ok(stream) => return Ok(stream),
+        Err(e) => e,
+    };
+    let host = target.authority();
+    if let Some(problem) = verdict.lock().unwrap().take() {
+        return Err(WireError::Untrusted(format!("TLS: {host} {problem}")));
+    }
+    let closed = matches!(
+        e.kind(),
+        std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::BrokenPipe
+    );
+    // A plaintext server answers the hello with HTTP (an error page), or
+    // hangs up on it; then it is asked as a plaintext one.
+    if matches!(
+        rustls_error(&e),
+        Some(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType
+        ))
+    ) || (closed && speaks_http(target).await)
+    {
+        return Err(WireError::NotTls(host));
+    }
+    Err(WireError::Transport(format!(
+        "TLS handshake with {host} failed: {e}"
+    )))
+}
+
+/// A TLS handshake over `tcp` with the verifier `verifier` makes: the
+/// outer error is one of setting up, the inner the handshake's own.
+async fn tls_connect(
+    tcp: TcpStream,
+    target: &Target,
+    verifier: impl FnOnce(Arc<CryptoProvider>) -> Result<Verifier, WireError>,
+) -> Result<std::io::Result<tokio_rustls::client::TlsStream<TcpStream>>, WireError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = verifier(provider.clone())?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| WireError::Transport(format!("TLS setup: {e}")))?
@@ -334,17 +483,65 @@ async fn handshake(
         WireError::Refused(format!("{:?} is not a TLS server name: {e}", target.host))
     })?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    connector.connect(name, tcp).await.map_err(|e| {
-        let host = target.authority();
-        match verdict.lock().unwrap().take() {
-            Some(problem) => WireError::Untrusted(format!("TLS: {host} {problem}")),
-            // What a plaintext server's answer looks like to TLS.
-            None if e.to_string().contains("InvalidContentType") => WireError::Refused(format!(
-                "TLS handshake with {host} failed: it does not speak TLS (a ws:// gateway? then use ws://{host})"
-            )),
-            None => WireError::Transport(format!("TLS handshake with {host} failed: {e}")),
-        }
-    })
+    Ok(connector.connect(name, tcp).await)
+}
+
+/// The TLS error inside an I/O error (as tokio-rustls wraps it).
+fn rustls_error(e: &std::io::Error) -> Option<&rustls::Error> {
+    e.get_ref()?.downcast_ref::<rustls::Error>()
+}
+
+/// How long a probe of the other scheme may take.
+const PROBE_LIMIT: Duration = Duration::from_secs(3);
+
+/// Whether the server at `target` answers a TLS hello as a TLS server does,
+/// on a connection of its own. The handshake is abandoned at the
+/// certificate (a pin no certificate has), so only the hello is sent.
+async fn speaks_tls(target: &Target) -> bool {
+    let probe = async {
+        let tcp = TcpStream::connect((target.host.as_str(), target.port))
+            .await
+            .ok()?;
+        let seen = Seen::default();
+        let nobody = Some(Fingerprint([0; 32]));
+        let verifier = |provider| {
+            Verifier::new(provider, nobody, seen.clone(), Arc::default())
+                .map_err(WireError::Untrusted)
+        };
+        let e = tls_connect(tcp, target, verifier).await.ok()?.err()?;
+        // A certificate, or an alert (no common version or cipher): TLS.
+        Some(
+            seen.fingerprint().is_some()
+                || matches!(
+                    rustls_error(&e),
+                    Some(rustls::Error::AlertReceived(_) | rustls::Error::PeerIncompatible(_))
+                ),
+        )
+    };
+    matches!(
+        tokio::time::timeout(PROBE_LIMIT, probe).await,
+        Ok(Some(true))
+    )
+}
+
+/// Whether the server at `target` answers a plaintext WebSocket upgrade
+/// (with no credential) in HTTP, on a connection of its own: the answer,
+/// `101` or an error page, proves it plaintext.
+async fn speaks_http(target: &Target) -> bool {
+    let probe = async {
+        let tcp = TcpStream::connect((target.host.as_str(), target.port))
+            .await
+            .ok()?;
+        let url = format!("ws://{}/", target.authority());
+        Some(matches!(
+            tokio_tungstenite::client_async(url, tcp).await,
+            Ok(_) | Err(tokio_tungstenite::tungstenite::Error::Http(_))
+        ))
+    };
+    matches!(
+        tokio::time::timeout(PROBE_LIMIT, probe).await,
+        Ok(Some(true))
+    )
 }
 
 /// Judges the gateway's certificate: by pin when there is one, else by
@@ -593,5 +790,165 @@ mod tests {
             "{why}"
         );
         assert!(seen.fingerprint().is_none());
+    }
+
+    // ---- The wrong scheme ------------------------------------------------------
+
+    /// A server on loopback that answers every connection with `serve`.
+    async fn server<F, Fut>(serve: F) -> u16
+    where
+        F: Fn(TcpStream) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                tokio::spawn(serve(tcp));
+            }
+        });
+        port
+    }
+
+    /// What OpenClaw's TLS gateway (Node's TLS server) does: a hello gets a
+    /// TLS server, anything else a silent close.
+    async fn node_tls_server() -> u16 {
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der())),
+        )
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        server(move |tcp| {
+            let acceptor = acceptor.clone();
+            async move {
+                let mut first = [0u8; 1];
+                if tcp.peek(&mut first).await.is_ok() && first[0] == 0x16 {
+                    let _ = acceptor.accept(tcp).await;
+                }
+            }
+        })
+        .await
+    }
+
+    /// What OpenClaw's plaintext gateway (Node's HTTP server) does with
+    /// bytes that are not HTTP: an error page.
+    async fn node_http_server() -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        server(|mut tcp| async move {
+            let mut buf = [0u8; 1024];
+            let _ = tcp.read(&mut buf).await;
+            let _ = tcp
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                .await;
+        })
+        .await
+    }
+
+    /// Neither: takes the connection and hangs up.
+    async fn hang_up_server() -> u16 {
+        server(|tcp| async move { drop(tcp) }).await
+    }
+
+    async fn attempt(url: &str) -> WireError {
+        let pinned = Trust {
+            pin: url.starts_with("wss").then_some(Fingerprint([0xAB; 32])),
+        };
+        let (result, _) = open(url, &pinned, WebSocketConfig::default()).await;
+        result.expect_err("no server here completes a handshake")
+    }
+
+    #[tokio::test]
+    async fn ws_to_a_tls_server_that_closes_silently_names_wss() {
+        let port = node_tls_server().await;
+        let url = format!("ws://127.0.0.1:{port}/gw");
+        let WireError::Scheme(mismatch) = attempt(&url).await else {
+            panic!("not a mismatch")
+        };
+        assert_eq!(
+            mismatch.to_string(),
+            format!("the gateway at {url} speaks TLS: use wss://127.0.0.1:{port}/gw")
+        );
+    }
+
+    #[tokio::test]
+    async fn wss_to_a_plaintext_server_that_answers_http_names_ws() {
+        let port = node_http_server().await;
+        let url = format!("wss://127.0.0.1:{port}");
+        let WireError::Scheme(mismatch) = attempt(&url).await else {
+            panic!("not a mismatch")
+        };
+        assert_eq!(
+            mismatch.to_string(),
+            format!("the gateway at {url} does not speak TLS: use ws://127.0.0.1:{port}")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_only_hangs_up_is_no_mismatch() {
+        let port = hang_up_server().await;
+        for url in [
+            format!("ws://127.0.0.1:{port}"),
+            format!("wss://127.0.0.1:{port}"),
+        ] {
+            let e = attempt(&url).await;
+            assert!(matches!(e, WireError::Transport(_)), "{url}: {e:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_links_hear_tls_refused_without_the_gateways_advice() {
+        let port = node_http_server().await;
+        let target = Target {
+            tls: true,
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let pinned = Trust {
+            pin: Some(Fingerprint([0xAB; 32])),
+        };
+        let e = open_stream(&target, &pinned, &Seen::default())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("TLS handshake with 127.0.0.1:{port} failed: the server does not speak TLS")
+        );
+    }
+
+    #[test]
+    fn no_tls_advice_follows_the_plaintext_rule() {
+        let said = |url: &str, host| {
+            Mismatch::NoTls {
+                url: url.into(),
+                network: Network::of(host),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            said("wss://localhost:18789", "localhost"),
+            "the gateway at wss://localhost:18789 does not speak TLS: use ws://localhost:18789"
+        );
+        let private = said("wss://192.168.1.20:18789/ctx", "192.168.1.20");
+        assert!(
+            private.starts_with("the gateway at wss://192.168.1.20:18789/ctx does not speak TLS: use ws://192.168.1.20:18789/ctx if this network is trusted")
+                && private.contains("gateway.tls.enabled"),
+            "{private}"
+        );
+        let public = said("wss://203.0.113.7", "203.0.113.7");
+        assert!(
+            public.starts_with("the gateway at wss://203.0.113.7 does not speak TLS, and plaintext ws:// is refused to a public address: turn on the gateway's TLS (gateway.tls.enabled)")
+                && !public.contains("use ws://"),
+            "{public}"
+        );
     }
 }

@@ -353,7 +353,8 @@ fn describe(e: &ConnectError, lang: messages::Lang) -> String {
             format!("网关对 connect 的回答不是 hello-ok（原文：“{what}”）")
         }
         ConnectError::NotGateway(what) => format!("对方不是 OpenClaw 网关（详情：“{what}”）"),
-        ConnectError::Refused(why) => format!("连接前即已拒绝（详情：“{why}”）"),
+        // Before connecting, or on the server's proof of a wrong scheme.
+        ConnectError::Refused(why) => format!("已拒绝连接，需更改设置（详情：“{why}”）"),
         ConnectError::Untrusted(why) => format!("网关的 TLS 证书未被信任（详情：“{why}”）"),
         ConnectError::Rejected(error) => format!("{}: {}", error.detail_code(), error.message),
     }
