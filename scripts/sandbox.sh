@@ -14,6 +14,10 @@
 #                                build the router (release; 3-4 minutes the first
 #                                time), up, then ask it one question through OpenClaw
 #
+# `env` puts the directory cargo builds release binaries in first on PATH
+# (wherever CARGO_TARGET_DIR or a config puts it), so `clawbot_router` is this
+# checkout's build.
+#
 # Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
 # CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
 # (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555),
@@ -74,10 +78,19 @@ install() {
   fi
 }
 
+# Where cargo puts this checkout's release binaries, as cargo itself says
+# (CARGO_TARGET_DIR, a config's build.target-dir).
+release_dir() {
+  local target
+  target=$(cd "$here/.." && cargo metadata --no-deps --format-version 1 2>/dev/null \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null) || target=
+  echo "${target:-${CARGO_TARGET_DIR:-$here/../target}}/release"
+}
+
 # The exports every openclaw call of the sandbox needs (also printed by `env`).
 exports() {
   cat <<VARS
-export PATH="$node_bin:$openclaw_bin:\$PATH"
+export PATH="$(release_dir):$node_bin:$openclaw_bin:\$PATH"
 export OPENCLAW_STATE_DIR="$run/state"
 export OPENCLAW_CONFIG_PATH="$run/openclaw.json"
 export OPENCLAW_HOME="$run/home"
@@ -185,13 +198,12 @@ down() {
 
 # Builds the release binary and prints its path as cargo reports it (so
 # CARGO_TARGET_DIR, a workspace or a config's build.target-dir all work).
-# cargo's own progress shows on a terminal; elsewhere one line says why
-# nothing happens for a few minutes.
+# cargo's progress goes to stderr: its bar on a terminal, a "Compiling"
+# line per crate elsewhere (a first build is minutes of them; stdout stays
+# the demo's answer).
 build_router() {
-  local quiet=--quiet
-  if [ -t 2 ]; then quiet=; fi
   say "building clawbot_router (cargo build --release: 3-4 minutes the first time, seconds after that)"
-  (cd "$here/.." && cargo build --release --locked --bin clawbot_router --bin clawbot_router-full $quiet \
+  (cd "$here/.." && cargo build --release --locked --bin clawbot_router --bin clawbot_router-full \
       --message-format=json-render-diagnostics) | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -213,6 +225,7 @@ case "${1:-}" in
   restart-gateway) down quiet gateway; start_gateway ;;
   demo)
     router=$(build_router)
+    say "built $router (clawbot_router-full beside it); eval \"\$(scripts/sandbox.sh env)\" puts $(dirname "$router") on PATH"
     up
     eval "$(exports)"
     "$router" --agent main --message "${2:-总结最近的日志}" --timeout 120
