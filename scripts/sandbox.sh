@@ -22,7 +22,8 @@
 # CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
 # (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555),
 # CLAWBOT_SANDBOX_TLS=1 (wss:// with OpenClaw's self-signed certificate; `env`
-# then exports its pin as OPENCLAW_GATEWAY_TLS_FINGERPRINT),
+# then exports its pin as OPENCLAW_GATEWAY_TLS_FINGERPRINT; needed on `up` and
+# `demo` only: the other commands follow the running sandbox's config),
 # CLAWBOT_SANDBOX_BIND=IPV4 (bind the gateway there too: a remote gateway).
 set -euo pipefail
 
@@ -32,6 +33,13 @@ run=${CLAWBOT_SANDBOX_DIR:-${TMPDIR:-/tmp}/clawbot-sandbox}
 port=${CLAWBOT_SANDBOX_PORT:-18789}
 model_port=${CLAWBOT_SANDBOX_MODEL_PORT:-18555}
 tls=${CLAWBOT_SANDBOX_TLS:-}
+# Only `up` (and `demo`) choose; `env` and the rest follow the sandbox that
+# runs, so a TLS sandbox's `env` exports wss:// and its pin without the
+# variable being given again.
+case "${1:-}" in
+  up|demo) ;;
+  *) if [ -z "${CLAWBOT_SANDBOX_TLS+set}" ] && grep -qs '"tls"' "$run/openclaw.json"; then tls=1; fi ;;
+esac
 bind_host=${CLAWBOT_SANDBOX_BIND:-}
 if [ -n "$bind_host" ]; then bind_mode=custom; else bind_mode=loopback; fi
 if [ -n "$tls" ]; then scheme=wss; else scheme=ws; fi
