@@ -250,6 +250,8 @@ pub(super) async fn node_service(command: ServiceCommand, gateway_flag: bool) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
 
     /// `clawbot_router node ARGS`'s endpoint, with `saved` as the last one.
     fn endpoint(args: &[&str], from_env: bool, saved: Option<&str>) -> Result<String, String> {
