@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end suite against real third-party software: brings the
-# OpenClaw sandbox up (installing it on first use), runs tests/e2e.rs, then
+# OpenClaw sandbox up (installing it on first use), runs tests/e2e_*.rs, then
 # drives `clawbot_router mcp` with the official Python MCP client (installed
 # by scripts/mcp-client.sh), the official TypeScript SDK and the official
 # MCP conformance suite, and always takes the sandbox down again.
@@ -55,7 +55,11 @@ if [ -n "$remote_up" ]; then
   export CLAWBOT_E2E_REMOTE_ENV="$base-remote.env"
 fi
 eval "$("$here/sandbox.sh" env)"
-cargo test --locked --test e2e -- --ignored --test-threads=1 "$@"
+# The suite is split by idea (tests/e2e_*.rs: router, node, node_agents,
+# doctor, tls), one test crate each; every one of them runs here.
+for suite in e2e_router e2e_node e2e_node_agents e2e_doctor; do
+  cargo test --locked --test "$suite" -- --ignored --test-threads=1 "$@"
+done
 cargo test --locked --test e2e_tls -- --ignored --test-threads=1 "$@"
 # The MCP server against real MCP clients: the official Python SDK (stdio
 # and Streamable HTTP), the official TypeScript SDK (Streamable HTTP), and

@@ -2,6 +2,8 @@
 //! clean environment and a watchdog, and read what they printed.
 #![allow(dead_code)]
 
+#[cfg(unix)]
+pub mod e2e;
 pub mod gateway;
 #[cfg(unix)]
 pub mod node;

@@ -290,3 +290,43 @@ impl Drop for TtyNode {
         let _ = self.child.wait();
     }
 }
+
+pub fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap()
+}
+
+pub async fn tls_gateway() -> (FakeGateway, super::gateway::TestCert) {
+    let cert = super::gateway::TestCert::self_signed();
+    let gw = FakeGateway::start(Config {
+        tls: Some(cert.clone()),
+        ..Config::default()
+    })
+    .await;
+    (gw, cert)
+}
+
+/// Starts `sleep 30` through `run_command`; its invocation id and pid.
+pub async fn start_sleeper(gw: &FakeGateway, node: &Node) -> (String, i32) {
+    let pid_file = node.ws().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+    let id = gw.request(
+        "run_command",
+        &json!({"command": ["/bin/sh", "-c", script]}).to_string(),
+        60_000,
+    );
+    let deadline = Instant::now() + LONG;
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(&pid_file)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
+            return (id, pid);
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,248 @@
+//! Shared by the end-to-end files (tests/e2e_*.rs) against the real
+//! OpenClaw sandbox: its environment, the `openclaw` CLI in it, the fake
+//! model's logs, and a real node joined to its gateway.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::*;
+
+/// The sandbox's environment, as `scripts/sandbox.sh env` exports it.
+pub fn sandbox() -> Vec<(String, String)> {
+    let keys = [
+        "PATH",
+        "OPENCLAW_STATE_DIR",
+        "OPENCLAW_CONFIG_PATH",
+        "OPENCLAW_HOME",
+        "XDG_CACHE_HOME",
+        "OPENCLAW_NO_AUTO_UPDATE",
+        "OPENCLAW_DISABLE_BONJOUR",
+        "OPENCLAW_OFFLINE",
+        "DO_NOT_TRACK",
+        "OPENCLAW_HIDE_BANNER",
+        "OPENCLAW_SUPPRESS_NOTES",
+        "NO_COLOR",
+        "OPENCLAW_GATEWAY_TOKEN",
+        "OPENCLAW_GATEWAY_URL",
+    ];
+    assert!(
+        std::env::var_os("CLAWBOT_SANDBOX_MODEL_LOG").is_some(),
+        "no sandbox: run these tests with scripts/e2e.sh"
+    );
+    keys.iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+/// The router, pointed at the sandbox's real openclaw.
+pub fn real_router() -> Command {
+    let mut cmd = router();
+    cmd.envs(sandbox());
+    cmd
+}
+
+/// `openclaw ARGS` in the sandbox: stdout, stderr, exit code.
+pub fn openclaw(args: &[&str]) -> (String, String, Option<i32>) {
+    let out = Command::new("openclaw")
+        .args(args)
+        .envs(sandbox())
+        .stdin(Stdio::null())
+        .output()
+        .expect("openclaw on PATH");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+pub fn openclaw_json(args: &[&str]) -> Value {
+    let (stdout, stderr, code) = openclaw(args);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("openclaw {args:?} gave no JSON ({e}, rc {code:?}):\n{stdout}\n{stderr}")
+    })
+}
+
+/// What the fake model last received as the user's own words.
+pub fn last_user_text() -> String {
+    let log = model_log();
+    let request: Value =
+        serde_json::from_str(log.lines().last().expect("no model request")).unwrap();
+    let text = |c: &Value| match c {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    };
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| text(&m["content"]))
+        .rfind(|t| !t.starts_with("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"))
+        .unwrap();
+    let body = user
+        .split_once("] ")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(user);
+    match body.find("\n\nRuntime:") {
+        Some(cut) => body[..cut].to_owned(),
+        None => body,
+    }
+}
+
+/// The sandbox model's request log so far.
+pub fn model_log() -> String {
+    std::fs::read_to_string(std::env::var("CLAWBOT_SANDBOX_MODEL_LOG").unwrap()).unwrap()
+}
+
+pub struct RealNode {
+    pub stdin: Option<std::process::ChildStdin>,
+    pub child: Child,
+    pub log: PathBuf,
+    pub name: String,
+    pub _dir: tempfile::TempDir,
+    pub ws: PathBuf,
+}
+
+impl RealNode {
+    pub fn start(name: &str, args: &[&str]) -> Self {
+        Self::start_with(name, args, None)
+    }
+
+    /// With `stdout`, stdin is a pipe (`self.stdin`) and stdout goes to that
+    /// file: what a doctor session wants.
+    pub fn start_with(name: &str, args: &[&str], stdout: Option<&std::path::Path>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("peer.txt"), "peer-file-content-42\n").unwrap();
+        let log = dir.path().join("node.log");
+        let (stdin, stdout) = match stdout {
+            Some(path) => (
+                Stdio::piped(),
+                Stdio::from(std::fs::File::create(path).unwrap()),
+            ),
+            None => (Stdio::null(), Stdio::null()),
+        };
+        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout);
+        RealNode {
+            stdin: child.stdin.take(),
+            child,
+            log,
+            name: name.to_owned(),
+            _dir: dir,
+            ws,
+        }
+    }
+
+    pub fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
+        real_router()
+            .args(["node", "--display-name", name])
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--workspace")
+            .arg(dir.join("ws"))
+            .args(args)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(std::fs::File::create(dir.join("node.log")).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Stops the node (Ctrl-C) and starts it again, same device and
+    /// workspace, as `name` with `args`.
+    pub fn restart(&mut self, name: &str, args: &[&str]) {
+        self.stop();
+        self.child = Self::spawn(self._dir.path(), name, args, Stdio::null(), Stdio::null());
+        self.name = name.to_owned();
+    }
+
+    pub fn stop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn wait_log(&self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node never printed {needle:?}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Approves the node's command surface the way an operator does.
+    pub fn approve_surface(&self) {
+        let log = self.wait_log("openclaw nodes approve ", Duration::from_secs(60));
+        let request = log
+            .split("openclaw nodes approve ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let pending = openclaw_json(&["nodes", "pending", "--json"]);
+        assert!(pending.to_string().contains(request), "{pending}");
+        let (_, stderr, code) = openclaw(&["nodes", "approve", request]);
+        assert_eq!(code, Some(0), "{stderr}");
+        self.wait_log("approved", Duration::from_secs(30));
+    }
+
+    pub fn invoke(&self, command: &str, params: Value) -> Value {
+        let params = params.to_string();
+        let (stdout, stderr, _) = openclaw(&[
+            "nodes",
+            "invoke",
+            "--node",
+            &self.name,
+            "--command",
+            command,
+            "--params",
+            &params,
+            "--json",
+        ]);
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|_| panic!("no JSON from nodes invoke {command}:\n{stdout}\n{stderr}"))
+    }
+}
+
+impl Drop for RealNode {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How often `needle` appears in the sandbox gateway's log so far.
+pub fn gateway_log_count(needle: &str) -> usize {
+    let config = std::env::var("OPENCLAW_CONFIG_PATH").unwrap();
+    let log = Path::new(&config)
+        .parent()
+        .unwrap()
+        .join("logs/openclaw.log");
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches(needle)
+        .count()
+}
