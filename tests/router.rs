@@ -152,6 +152,71 @@ fn clap_s_own_english_is_quoted_as_such_in_chinese() {
     );
 }
 
+/// A subcommand's bad flag is a usage error, as for any command-line tool:
+/// clap's message on stderr, nothing on stdout, status 2 (only the router
+/// call itself answers with its JSON).
+fn assert_usage_error(args: &[&str]) {
+    let out = run(router().args(args).arg("--bogus-flag"));
+    assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+    assert_eq!(out.stdout, "", "{args:?}");
+    assert!(
+        out.stderr
+            .contains("error: unexpected argument '--bogus-flag' found"),
+        "{args:?}: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn node_usage_error() {
+    assert_usage_error(&["node"]);
+}
+
+#[test]
+fn node_install_usage_error() {
+    assert_usage_error(&["node", "install"]);
+}
+
+#[test]
+fn node_status_usage_error() {
+    assert_usage_error(&["node", "status"]);
+}
+
+#[test]
+fn mcp_usage_error() {
+    assert_usage_error(&["mcp"]);
+}
+
+#[test]
+fn bridge_usage_error() {
+    assert_usage_error(&["bridge"]);
+}
+
+#[test]
+fn bridge_send_usage_error() {
+    assert_usage_error(&["bridge", "send", "--session", "s", "hi"]);
+}
+
+#[test]
+fn chat_usage_error() {
+    assert_usage_error(&["chat"]);
+}
+
+#[test]
+fn poll_usage_error() {
+    assert_usage_error(&["poll", "--api", "http://127.0.0.1:1"]);
+}
+
+#[test]
+fn schema_usage_error() {
+    assert_usage_error(&["schema"]);
+}
+
+#[test]
+fn prompt_usage_error() {
+    assert_usage_error(&["prompt"]);
+}
+
 // ---- 2. The command (§3.3) ------------------------------------------------
 
 fn recorded_argv(extra: &[&str], env: &[(&str, &str)]) -> Vec<String> {

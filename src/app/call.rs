@@ -177,18 +177,17 @@ pub(super) fn finish(mut reply: router::Reply, args: &CallArgs) -> u8 {
     }
 }
 
-/// Help and version print as usual; a bad subcommand line is a usage error;
-/// a bad router call still answers with the JSON object.
+/// Help and version print as usual; every subcommand's bad line is a usage
+/// error (clap's message on stderr, status 2: a script or a service manager
+/// must not see success); only a bad router call answers with the JSON
+/// object, which the seed requires of every call.
 pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
         return 0;
     }
     let words = words_after_program(args);
-    if matches!(
-        words.first().map(String::as_str),
-        Some("schema" | "prompt" | "node" | "mcp" | "help")
-    ) {
+    if words.first().is_some_and(|first| names_a_subcommand(first)) {
         eprint!("{}", redact(&e.render().to_string(), &words));
         return 2;
     }
@@ -208,6 +207,14 @@ pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         }
     };
     answer_unparsed(router::not_started(content, Status::InvalidInput), &words)
+}
+
+/// Whether `word`, the first after the program, names a subcommand (or
+/// clap's `help`): asked of clap's own definition, so a new subcommand's
+/// usage errors are usage errors too.
+fn names_a_subcommand(word: &str) -> bool {
+    use clap::CommandFactory;
+    word == "help" || crate::cli::Cli::command().find_subcommand(word).is_some()
 }
 
 /// Prints a call's answer when its command line could not be parsed:
