@@ -965,14 +965,29 @@ fn openclaw_not_executable() {
 }
 
 #[test]
-fn unparsable_openclaw_bin() {
-    let run = run(router()
-        .env("OPENCLAW_BIN", "npx 'openclaw")
-        .args(["-m", "hi", "--lang", "en"]));
+fn unparsable_openclaw_bin_is_a_usage_error() {
+    let run = run(router().env("OPENCLAW_BIN", "npx 'openclaw").args([
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
     assert_eq!(
         run.content(),
-        "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote)."
+        "[clawbot_router] Invalid arguments: OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote. OpenClaw was not called."
     );
+    assert_eq!(run.code, Some(2), "invalid input, not 127");
+}
+
+#[test]
+fn an_unbalanced_quote_in_openclaw_is_a_usage_error() {
+    let run = run(router().args(["--openclaw", "\"oops", "-m", "hi", "--exit-code"]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] 参数无效：OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote。未调用 OpenClaw。"
+    );
+    assert_eq!(run.code, Some(2), "invalid input, not 127");
 }
 
 #[test]

@@ -360,6 +360,16 @@ async fn through_cli(
         options.wsl_distro.as_deref(),
     ) {
         Ok(launcher) => launcher,
+        // A command that cannot be split (an unbalanced quote) is a usage
+        // error, like any bad flag: nothing could have been started.
+        Err(e @ command::LocateError::Unparsable(_)) => {
+            return refuse(
+                started,
+                messages::invalid_arguments(lang, &e),
+                Status::InvalidInput,
+                Some("cli"),
+            );
+        }
         Err(e) => {
             return refuse(
                 started,
