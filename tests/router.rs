@@ -574,11 +574,31 @@ fn long_output_is_cut_in_the_middle_with_one_marker_line() {
         "-m",
         "hi",
         "--max-output",
-        "1000",
+        "1K",
         "--meta",
     ]));
-    assert_cut_in_the_middle(&run.content(), total, 1000);
+    assert_cut_in_the_middle(&run.content(), total, 1024);
     assert_eq!(run.meta()["truncated"], Value::Bool(true));
+}
+
+#[test]
+fn max_output_below_one_kib_is_refused_naming_the_flag() {
+    let out = run(router().args([
+        "--max-output",
+        "0",
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] Invalid arguments: invalid value for --max-output: `0` is less than 1K, the least output kept. OpenClaw was not called."
+    );
+    assert_eq!(out.code, Some(2));
+    let out = run(router().args(["--max-output", "1023", "-m", "hi"]));
+    assert!(out.content().contains("--max-output"), "{}", out.content());
 }
 
 #[test]
