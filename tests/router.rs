@@ -309,8 +309,26 @@ fn the_session_choice_reaches_openclaw_as_a_session_key() {
     ]));
     assert_eq!(
         other.content(),
-        "[clawbot_router] The session key names agent \"main\", but this call is for agent \"ops\"."
+        "[clawbot_router] Invalid arguments: the session key names agent \"main\", but this call is for agent \"ops\". OpenClaw was not called."
     );
+}
+
+#[test]
+fn a_session_key_for_another_agent_is_refused_in_the_documented_sentence() {
+    let other = run(router_with("reply", &[]).args([
+        "-a",
+        "ops",
+        "-m",
+        "hi",
+        "--session",
+        "agent:main:x",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        other.content(),
+        "[clawbot_router] 参数无效：会话键属于 agent “main”，但本次调用的是 agent “ops”。未调用 OpenClaw。"
+    );
+    assert_eq!(other.code, Some(2));
 }
 
 #[test]

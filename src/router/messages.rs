@@ -54,6 +54,18 @@ pub fn invalid_arguments(lang: Lang, detail: &dyn fmt::Display) -> String {
     }
 }
 
+/// A whole session key (`--session agent:main:x`) names another agent than
+/// the call's: a bad argument, in the documented sentence for one.
+pub fn session_for_another_agent(lang: Lang, named: &str, agent: &str) -> String {
+    let detail = match lang {
+        Lang::En => {
+            format!("the session key names agent {named:?}, but this call is for agent {agent:?}")
+        }
+        Lang::Zh => format!("会话键属于 agent “{named}”，但本次调用的是 agent “{agent}”"),
+    };
+    invalid_arguments(lang, &detail)
+}
+
 /// §3.5.1: the openclaw CLI could not be started.
 pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
     match lang {

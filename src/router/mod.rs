@@ -206,17 +206,9 @@ impl Accepted {
             (&route, session.as_deref().and_then(Session::agent))
             && agent.to_lowercase() != named
         {
-            let sentence = match options.lang {
-                Lang::En => format!(
-                    "[clawbot_router] The session key names agent {named:?}, but this call is for agent {agent:?}."
-                ),
-                Lang::Zh => format!(
-                    "[clawbot_router] 会话键属于 agent {named:?}，但本次调用的是 agent {agent:?}。"
-                ),
-            };
             return Err(Box::new(refuse(
                 started,
-                sentence,
+                messages::session_for_another_agent(options.lang, named, agent),
                 Status::InvalidInput,
                 None,
             )));
