@@ -54,12 +54,20 @@ pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
         return 127;
     }
     let words = words_after_program(args);
-    let content = messages::cannot_hand_over(lang_from_words(&words), problem);
+    let lang = lang_from_words(&words);
+    // The Chinese sentence cannot quote the English reason: it goes to
+    // stderr, for whoever installed the two executables.
+    if lang == Lang::Zh {
+        tell("", problem);
+    }
+    let content = messages::cannot_hand_over(lang, problem);
     answer_unparsed(router::not_started(content, Status::CouldNotStart), &words)
 }
 
 /// Whether the command line starts as a router call does: options, and
-/// not the ones that print help or the version.
+/// not the ones that print help or the version. A look at one word, not
+/// clap: it runs before any parser, so that the small executable decides
+/// what to hand over without building one, and on lines clap refused.
 pub(super) fn is_a_call(args: &[OsString]) -> bool {
     args.get(1).and_then(|a| a.to_str()).is_some_and(|first| {
         first.starts_with('-') && !matches!(first, "-h" | "--help" | "-V" | "--version")

@@ -77,9 +77,14 @@ pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
 }
 
 /// The small executable cannot reach the full program this call needs.
+/// `problem` is English (the executable's own words and the system's
+/// error): it goes into the English sentence only, so each language's
+/// sentence is in that language alone (the caller logs it otherwise).
 pub fn cannot_hand_over(lang: Lang, problem: &str) -> String {
     match lang {
-        Lang::Zh => format!("{PREFIX} 无法处理本次调用：{problem}。未调用 OpenClaw。"),
+        Lang::Zh => format!(
+            "{PREFIX} 无法处理本次调用：无法启动完整程序 clawbot_router-full（它必须与 clawbot_router 放在同一目录）。未调用 OpenClaw。"
+        ),
         Lang::En => format!("{PREFIX} Cannot run this call: {problem}. OpenClaw was not called."),
     }
 }
