@@ -25,8 +25,11 @@ pub struct Cli {
 
 /// The router call alone — what nearly every invocation is — parsed
 /// without building every subcommand's arguments (that was a quarter of
-/// the instructions a call spent starting). Anything it does not take goes
-/// to [`Cli`], which says it in its own words.
+/// the instructions a call spent starting), and the only parser the small
+/// executable links, so that it stays small and starts fast (BENCHMARKS.md
+/// item 1). It shares [`CallArgs`] with [`Cli`], so the two cannot take a
+/// call differently. Anything it does not take goes to [`Cli`], which says
+/// it in its own words.
 #[derive(Debug, Parser)]
 #[command(name = "clawbot_router", version)]
 pub struct CallCli {

@@ -75,7 +75,8 @@ pub(super) fn is_a_call(args: &[OsString]) -> bool {
 }
 
 /// The command line's words after the program name, as text, for the
-/// paths that read it without clap (or after clap refused it).
+/// paths that read it after clap refused it (its `--lang`, `--meta`,
+/// `--exit-code`, secrets to redact): no matches exist then to ask.
 pub(super) fn words_after_program(args: &[OsString]) -> Vec<String> {
     args.iter()
         .skip(1)
