@@ -25,8 +25,11 @@ pub struct Cli {
 
 /// The router call alone — what nearly every invocation is — parsed
 /// without building every subcommand's arguments (that was a quarter of
-/// the instructions a call spent starting). Anything it does not take goes
-/// to [`Cli`], which says it in its own words.
+/// the instructions a call spent starting), and the only parser the small
+/// executable links, so that it stays small and starts fast (BENCHMARKS.md
+/// item 1). It shares [`CallArgs`] with [`Cli`], so the two cannot take a
+/// call differently. Anything it does not take goes to [`Cli`], which says
+/// it in its own words.
 #[derive(Debug, Parser)]
 #[command(name = "clawbot_router", version)]
 pub struct CallCli {
@@ -346,7 +349,8 @@ pub struct CallOptions {
     #[arg(long, value_name = "NAME")]
     pub wsl_distro: Option<String>,
 
-    /// Bytes of output kept; the middle of longer output is dropped (K/M suffixes).
+    /// Bytes of output kept, 1K at least; the middle of longer output is
+    /// dropped (K/M suffixes).
     #[arg(long, value_name = "BYTES", default_value = "256K", value_parser = parse_size, allow_negative_numbers = true)]
     pub max_output: usize,
 
@@ -433,6 +437,10 @@ fn parse_fingerprint(text: &str) -> Result<Pin, String> {
 const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
 const MAX_GRACE_SECS: f64 = 300.0;
 const MAX_SIZE: usize = 1 << 30;
+/// The least `--max-output` takes: room for the marker line (about 70
+/// bytes) and some of the head and tail around it; below it a long output
+/// would keep little but the marker.
+pub const MIN_SIZE: usize = 1024;
 
 /// Why a flag's value was refused, in words for either language (clap
 /// carries the English; the router's JSON speaks the caller's language).
@@ -443,6 +451,7 @@ pub enum ValueProblem {
     UnknownUnit,
     NotBytes,
     TooLarge,
+    TooSmall,
 }
 
 impl ValueProblem {
@@ -471,6 +480,8 @@ impl ValueProblem {
             (NotBytes, Lang::Zh) => format!("“{text}”不是字节数"),
             (TooLarge, Lang::En) => format!("`{text}` is larger than 1 GiB"),
             (TooLarge, Lang::Zh) => format!("“{text}”超过 1 GiB"),
+            (TooSmall, Lang::En) => format!("`{text}` is less than 1K, the least output kept"),
+            (TooSmall, Lang::Zh) => format!("“{text}”小于 1K（保留输出的下限）"),
         }
     }
 }
@@ -484,7 +495,8 @@ fn seconds(text: &str, above_zero: bool, max: f64) -> Result<Duration, ValueProb
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// `262144`, `256K`, `256KiB`, `1M`, `1MiB` (powers of 1024).
+/// `262144`, `256K`, `256KiB`, `1M`, `1MiB` (powers of 1024), from
+/// [`MIN_SIZE`] to 1 GiB.
 fn size(text: &str) -> Result<usize, ValueProblem> {
     let lower = text.trim().to_ascii_lowercase();
     if lower.starts_with('-') {
@@ -501,9 +513,14 @@ fn size(text: &str) -> Result<usize, ValueProblem> {
         _ => return Err(ValueProblem::UnknownUnit),
     };
     let n: usize = digits.parse().map_err(|_| ValueProblem::NotBytes)?;
-    n.checked_mul(multiplier)
+    let n = n
+        .checked_mul(multiplier)
         .filter(|n| *n <= MAX_SIZE)
-        .ok_or(ValueProblem::TooLarge)
+        .ok_or(ValueProblem::TooLarge)?;
+    if n < MIN_SIZE {
+        return Err(ValueProblem::TooSmall);
+    }
+    Ok(n)
 }
 
 fn english<T>(text: &str, parsed: Result<T, ValueProblem>) -> Result<T, String> {
@@ -567,7 +584,9 @@ mod tests {
         assert_eq!(parse_size("262144"), Ok(262_144));
         assert_eq!(parse_size("256K"), Ok(262_144));
         assert_eq!(parse_size("1MiB"), Ok(1_048_576));
-        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("1K"), Ok(MIN_SIZE));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("1023").is_err());
         assert!(parse_size("12X").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("2048M").is_err());

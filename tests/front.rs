@@ -181,6 +181,14 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
     );
     assert_eq!(gateway.code, Some(127));
     assert!(gateway.stderr.is_empty(), "{}", gateway.stderr);
+    // In Chinese, one language: the sentence the README quotes, and the
+    // (English) reason on stderr.
+    let zh = run(lone().args(["-m", "hi", "--via", "gateway"]));
+    assert_eq!(
+        zh.content(),
+        "[clawbot_router] 无法处理本次调用：无法启动完整程序 clawbot_router-full（它必须与 clawbot_router 放在同一目录）。未调用 OpenClaw。"
+    );
+    assert!(zh.stderr.contains("cannot start"), "{}", zh.stderr);
 
     // Anything else: one line on stderr, the shell's "cannot run" status.
     let node = run(lone().args(["node", "--help"]));

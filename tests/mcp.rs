@@ -389,6 +389,33 @@ fn malformed_input_gets_json_rpc_errors_and_the_server_survives() {
 }
 
 #[test]
+fn a_request_before_initialize_is_told_to_send_initialize_first() {
+    let mut server = Server::start(&["--scenario", "reply"]);
+    let early = server.request(1, "tools/list", json!({}));
+    assert_eq!(early["error"]["code"], -32600, "{early}");
+    assert!(
+        early["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("send initialize first")),
+        "{early}"
+    );
+    // A ping is allowed before initialize.
+    let pong = server.request(2, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    // The session still begins, and serves.
+    let hello = server.request(
+        3,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw-test", "version": "1"}}),
+    );
+    assert!(hello.get("result").is_some(), "{hello}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = server.call(4, json!({"message": "after all"}), None);
+    assert_eq!(result_json(&response)["content"], "ECHO: after all\n");
+}
+
+#[test]
 fn a_signal_stops_running_calls_and_the_server() {
     let (mut server, tree, _dir) = hanging_call(1);
     unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };

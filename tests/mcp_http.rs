@@ -478,6 +478,30 @@ fn http_answers_initialize_and_refuses_browsers_strangers_and_other_paths() {
 }
 
 #[test]
+fn http_a_request_without_a_session_is_told_to_send_initialize_first() {
+    let http = HttpServer::start(&[]);
+    let mut conn = Conn::open(http.port);
+    conn.send(
+        "POST",
+        &[("Connection", "close")],
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).to_string(),
+    );
+    let response = conn.response().expect("an answer");
+    assert_eq!(response.status, 400, "{response:?}");
+    let error: Value = serde_json::from_str(response.body.trim()).expect("a JSON-RPC error");
+    assert_eq!(error["id"], 7, "{error}");
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("send initialize first")),
+        "{error}"
+    );
+    // initialize still opens a session.
+    session(http.port);
+}
+
+#[test]
 fn http_with_a_token_takes_no_request_without_it() {
     let http = HttpServer::start(&[("CLAWBOT_ROUTER_MCP_TOKEN", "raw-http-token-7")]);
     let post = |auth: &[(&str, &str)]| {

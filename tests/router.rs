@@ -152,6 +152,71 @@ fn clap_s_own_english_is_quoted_as_such_in_chinese() {
     );
 }
 
+/// A subcommand's bad flag is a usage error, as for any command-line tool:
+/// clap's message on stderr, nothing on stdout, status 2 (only the router
+/// call itself answers with its JSON).
+fn assert_usage_error(args: &[&str]) {
+    let out = run(router().args(args).arg("--bogus-flag"));
+    assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+    assert_eq!(out.stdout, "", "{args:?}");
+    assert!(
+        out.stderr
+            .contains("error: unexpected argument '--bogus-flag' found"),
+        "{args:?}: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn node_usage_error() {
+    assert_usage_error(&["node"]);
+}
+
+#[test]
+fn node_install_usage_error() {
+    assert_usage_error(&["node", "install"]);
+}
+
+#[test]
+fn node_status_usage_error() {
+    assert_usage_error(&["node", "status"]);
+}
+
+#[test]
+fn mcp_usage_error() {
+    assert_usage_error(&["mcp"]);
+}
+
+#[test]
+fn bridge_usage_error() {
+    assert_usage_error(&["bridge"]);
+}
+
+#[test]
+fn bridge_send_usage_error() {
+    assert_usage_error(&["bridge", "send", "--session", "s", "hi"]);
+}
+
+#[test]
+fn chat_usage_error() {
+    assert_usage_error(&["chat"]);
+}
+
+#[test]
+fn poll_usage_error() {
+    assert_usage_error(&["poll", "--api", "http://127.0.0.1:1"]);
+}
+
+#[test]
+fn schema_usage_error() {
+    assert_usage_error(&["schema"]);
+}
+
+#[test]
+fn prompt_usage_error() {
+    assert_usage_error(&["prompt"]);
+}
+
 // ---- 2. The command (§3.3) ------------------------------------------------
 
 fn recorded_argv(extra: &[&str], env: &[(&str, &str)]) -> Vec<String> {
@@ -244,8 +309,26 @@ fn the_session_choice_reaches_openclaw_as_a_session_key() {
     ]));
     assert_eq!(
         other.content(),
-        "[clawbot_router] The session key names agent \"main\", but this call is for agent \"ops\"."
+        "[clawbot_router] Invalid arguments: the session key names agent \"main\", but this call is for agent \"ops\". OpenClaw was not called."
     );
+}
+
+#[test]
+fn a_session_key_for_another_agent_is_refused_in_the_documented_sentence() {
+    let other = run(router_with("reply", &[]).args([
+        "-a",
+        "ops",
+        "-m",
+        "hi",
+        "--session",
+        "agent:main:x",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        other.content(),
+        "[clawbot_router] 参数无效：会话键属于 agent “main”，但本次调用的是 agent “ops”。未调用 OpenClaw。"
+    );
+    assert_eq!(other.code, Some(2));
 }
 
 #[test]
@@ -509,11 +592,31 @@ fn long_output_is_cut_in_the_middle_with_one_marker_line() {
         "-m",
         "hi",
         "--max-output",
-        "1000",
+        "1K",
         "--meta",
     ]));
-    assert_cut_in_the_middle(&run.content(), total, 1000);
+    assert_cut_in_the_middle(&run.content(), total, 1024);
     assert_eq!(run.meta()["truncated"], Value::Bool(true));
+}
+
+#[test]
+fn max_output_below_one_kib_is_refused_naming_the_flag() {
+    let out = run(router().args([
+        "--max-output",
+        "0",
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
+    assert_eq!(
+        out.content(),
+        "[clawbot_router] Invalid arguments: invalid value for --max-output: `0` is less than 1K, the least output kept. OpenClaw was not called."
+    );
+    assert_eq!(out.code, Some(2));
+    let out = run(router().args(["--max-output", "1023", "-m", "hi"]));
+    assert!(out.content().contains("--max-output"), "{}", out.content());
 }
 
 #[test]
@@ -900,14 +1003,29 @@ fn openclaw_not_executable() {
 }
 
 #[test]
-fn unparsable_openclaw_bin() {
-    let run = run(router()
-        .env("OPENCLAW_BIN", "npx 'openclaw")
-        .args(["-m", "hi", "--lang", "en"]));
+fn unparsable_openclaw_bin_is_a_usage_error() {
+    let run = run(router().env("OPENCLAW_BIN", "npx 'openclaw").args([
+        "-m",
+        "hi",
+        "--lang",
+        "en",
+        "--exit-code",
+    ]));
     assert_eq!(
         run.content(),
-        "[clawbot_router] Could not start the remote agent (the openclaw CLI failed to start: OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote)."
+        "[clawbot_router] Invalid arguments: OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote. OpenClaw was not called."
     );
+    assert_eq!(run.code, Some(2), "invalid input, not 127");
+}
+
+#[test]
+fn an_unbalanced_quote_in_openclaw_is_a_usage_error() {
+    let run = run(router().args(["--openclaw", "\"oops", "-m", "hi", "--exit-code"]));
+    assert_eq!(
+        run.content(),
+        "[clawbot_router] 参数无效：OPENCLAW_BIN / --openclaw cannot be split into words: missing closing quote。未调用 OpenClaw。"
+    );
+    assert_eq!(run.code, Some(2), "invalid input, not 127");
 }
 
 #[test]

@@ -370,6 +370,34 @@ async fn auto_falls_back_to_the_cli_when_nothing_reached_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn auto_without_openclaw_and_without_a_gateway_names_both_reasons() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut cmd = router();
+    cmd.env("OPENCLAW_BIN", "/nonexistent/openclaw")
+        .args(["--via", "auto", "--gateway", &url, "--lang", "en"])
+        .args(["-m", "hi", "--exit-code"]);
+    let run = call(cmd).await;
+    let content = run.content();
+    let (cli, gateway) = content.split_once('\n').expect("two sentences");
+    assert!(
+        cli.starts_with("[clawbot_router] Could not start the remote agent")
+            && cli.contains("/nonexistent/openclaw"),
+        "{content}"
+    );
+    assert!(
+        gateway.starts_with(&format!(
+            "[clawbot_router] Could not reach the OpenClaw gateway at {url} ("
+        )),
+        "{content}"
+    );
+    assert_eq!(run.code, Some(127));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn auto_never_runs_a_turn_twice() {
     let gw = FakeGateway::start(Config::default()).await;
     let dir = common::tempdir();

@@ -100,10 +100,10 @@ fn long_output_is_cut_in_the_middle_with_one_marker_line() {
         "-m",
         "hi",
         "--max-output",
-        "1000",
+        "1K",
         "--meta",
     ]));
-    common::assert_cut_in_the_middle(&run.content(), 1024 * 1024, 1000);
+    common::assert_cut_in_the_middle(&run.content(), 1024 * 1024, 1024);
     assert_eq!(run.meta()["truncated"], true);
 }
 

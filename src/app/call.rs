@@ -54,12 +54,20 @@ pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
         return 127;
     }
     let words = words_after_program(args);
-    let content = messages::cannot_hand_over(lang_from_words(&words), problem);
+    let lang = lang_from_words(&words);
+    // The Chinese sentence cannot quote the English reason: it goes to
+    // stderr, for whoever installed the two executables.
+    if lang == Lang::Zh {
+        tell("", problem);
+    }
+    let content = messages::cannot_hand_over(lang, problem);
     answer_unparsed(router::not_started(content, Status::CouldNotStart), &words)
 }
 
 /// Whether the command line starts as a router call does: options, and
-/// not the ones that print help or the version.
+/// not the ones that print help or the version. A look at one word, not
+/// clap: it runs before any parser, so that the small executable decides
+/// what to hand over without building one, and on lines clap refused.
 pub(super) fn is_a_call(args: &[OsString]) -> bool {
     args.get(1).and_then(|a| a.to_str()).is_some_and(|first| {
         first.starts_with('-') && !matches!(first, "-h" | "--help" | "-V" | "--version")
@@ -67,7 +75,8 @@ pub(super) fn is_a_call(args: &[OsString]) -> bool {
 }
 
 /// The command line's words after the program name, as text, for the
-/// paths that read it without clap (or after clap refused it).
+/// paths that read it after clap refused it (its `--lang`, `--meta`,
+/// `--exit-code`, secrets to redact): no matches exist then to ask.
 pub(super) fn words_after_program(args: &[OsString]) -> Vec<String> {
     args.iter()
         .skip(1)
@@ -177,18 +186,17 @@ pub(super) fn finish(mut reply: router::Reply, args: &CallArgs) -> u8 {
     }
 }
 
-/// Help and version print as usual; a bad subcommand line is a usage error;
-/// a bad router call still answers with the JSON object.
+/// Help and version print as usual; every subcommand's bad line is a usage
+/// error (clap's message on stderr, status 2: a script or a service manager
+/// must not see success); only a bad router call answers with the JSON
+/// object, which the seed requires of every call.
 pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
         return 0;
     }
     let words = words_after_program(args);
-    if matches!(
-        words.first().map(String::as_str),
-        Some("schema" | "prompt" | "node" | "mcp" | "help")
-    ) {
+    if words.first().is_some_and(|first| names_a_subcommand(first)) {
         eprint!("{}", redact(&e.render().to_string(), &words));
         return 2;
     }
@@ -208,6 +216,14 @@ pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         }
     };
     answer_unparsed(router::not_started(content, Status::InvalidInput), &words)
+}
+
+/// Whether `word`, the first after the program, names a subcommand (or
+/// clap's `help`): asked of clap's own definition, so a new subcommand's
+/// usage errors are usage errors too.
+fn names_a_subcommand(word: &str) -> bool {
+    use clap::CommandFactory;
+    word == "help" || crate::cli::Cli::command().find_subcommand(word).is_some()
 }
 
 /// Prints a call's answer when its command line could not be parsed:

@@ -10,7 +10,9 @@ mod node_args;
 use std::ffi::OsString;
 use std::io::Write;
 
-use clap::Parser;
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command, NodeCommand};
 use crate::shared::log::tell;
@@ -19,21 +21,31 @@ use crate::{node, schema};
 
 use call::{any_path, call_options, clap_error, router_call, well_formed_call};
 pub use call::{cli_call, not_handed_over, run_cli_call};
-use node_args::{args_after_node, node_options, node_service};
+use node_args::{node_options, node_service};
 
 /// Runs the program; returns the process exit code.
 pub async fn run(args: Vec<OsString>) -> u8 {
     if let Some(call) = well_formed_call(&args) {
         return Box::pin(router_call(call, any_path)).await;
     }
-    let raw = args.clone();
-    match Cli::try_parse_from(&args) {
-        Ok(Cli {
+    // Parsed in two steps: the matches also say where a value came from
+    // (`node --gateway`, typed or not).
+    let parsed = Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| {
+            let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut Cli::command()))?;
+            Ok((cli, matches))
+        });
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return clap_error(e, &args),
+    };
+    match cli {
+        Cli {
             command: Some(Command::Node(NodeCommand { service, run })),
             ..
-        }) => {
-            let gateway_flag =
-                args_after_node(&raw).any(|w| w == "--gateway" || w.starts_with("--gateway="));
+        } => {
+            let gateway_flag = node_gateway_typed(&matches);
             if let Some(service) = service {
                 return Box::pin(node_service(service, gateway_flag)).await;
             }
@@ -45,10 +57,10 @@ pub async fn run(args: Vec<OsString>) -> u8 {
                 }
             }
         }
-        Ok(Cli {
+        Cli {
             command: Some(Command::Mcp(args)),
             ..
-        }) => match mcp_http(&args) {
+        } => match mcp_http(&args) {
             Ok(http) => {
                 Box::pin(crate::mcp_server::serve(
                     call_options(&args.call, None),
@@ -61,22 +73,22 @@ pub async fn run(args: Vec<OsString>) -> u8 {
                 2
             }
         },
-        Ok(Cli {
+        Cli {
             command: Some(Command::Bridge(command)),
             ..
-        }) => Box::pin(crate::links::bridge::main(command, stopped())).await,
-        Ok(Cli {
+        } => Box::pin(crate::links::bridge::main(command, stopped())).await,
+        Cli {
             command: Some(Command::Chat(args)),
             ..
-        }) => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
-        Ok(Cli {
+        } => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
+        Cli {
             command: Some(Command::Poll(args)),
             ..
-        }) => Box::pin(crate::links::command_queue::main(args, stopped())).await,
-        Ok(Cli {
+        } => Box::pin(crate::links::command_queue::main(args, stopped())).await,
+        Cli {
             command: Some(command),
             ..
-        }) => {
+        } => {
             let text = match command {
                 Command::Schema { format } => schema::render(format),
                 Command::Prompt { lang } => schema::prompt(lang).to_owned(),
@@ -93,9 +105,18 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         }
         // Each mode's state machine is boxed: the runtime polls this one on
         // the main thread's stack, which a caller may have made small.
-        Ok(Cli { call, .. }) => Box::pin(router_call(call, any_path)).await,
-        Err(e) => clap_error(e, &args),
+        Cli { call, .. } => Box::pin(router_call(call, any_path)).await,
     }
+}
+
+/// Whether `node` (or `node install`) was given `--gateway` on its command
+/// line — not from `OPENCLAW_GATEWAY_URL`, not the default: a typed URL is
+/// kept as typed (see `node_args::node_endpoint`).
+fn node_gateway_typed(matches: &ArgMatches) -> bool {
+    let typed = |m: &ArgMatches| m.value_source("url") == Some(ValueSource::CommandLine);
+    matches
+        .subcommand_matches("node")
+        .is_some_and(|node| typed(node) || node.subcommand_matches("install").is_some_and(typed))
 }
 
 /// `mcp --http`'s address and token, checked; None: stdio.

@@ -2,21 +2,10 @@
 //! from the flags as OpenClaw's CLI builds the URL), a setup code, the
 //! service commands.
 
-use std::ffi::OsString;
-
-use super::call::words_after_program;
 use super::{print, print_json};
 use crate::cli::{NodeArgs, ServiceCommand};
 use crate::shared::log::tell;
 use crate::{gateway, node};
-
-/// The words after `node` on the command line.
-pub(super) fn args_after_node(args: &[OsString]) -> impl Iterator<Item = String> {
-    words_after_program(args)
-        .into_iter()
-        .skip_while(|w| w != "node")
-        .skip(1)
-}
 
 /// The gateway the node connects to, as `openclaw node run` finds it:
 /// `--gateway URL`, or OpenClaw's own `--host/--port/--tls/--context-path`
@@ -251,23 +240,38 @@ pub(super) async fn node_service(command: ServiceCommand, gateway_flag: bool) ->
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
-    use clap::Parser;
+    use clap::{CommandFactory, FromArgMatches};
 
     /// `clawbot_router node ARGS`'s endpoint, with `saved` as the last one.
     fn endpoint(args: &[&str], from_env: bool, saved: Option<&str>) -> Result<String, String> {
         let mut words = vec!["clawbot_router", "node"];
         words.extend(args);
+        let matches = Cli::command()
+            .try_get_matches_from(&words)
+            .unwrap_or_else(|e| panic!("{words:?} does not parse: {e}"));
         let Ok(Cli {
             command: Some(Command::Node(node)),
             ..
-        }) = Cli::try_parse_from(&words)
+        }) = Cli::from_arg_matches(&matches)
         else {
-            panic!("{words:?} does not parse");
+            panic!("{words:?} is not a node command line");
         };
-        let flag = args
-            .iter()
-            .any(|w| *w == "--gateway" || w.starts_with("--gateway="));
+        let flag = super::super::node_gateway_typed(&matches);
         node_endpoint(&node.run, flag, None, from_env, || saved.map(str::to_owned)).map(|e| e.url)
+    }
+
+    #[test]
+    fn only_a_typed_gateway_counts_as_typed() {
+        let typed = |words: &[&str]| {
+            let matches = Cli::command().try_get_matches_from(words).unwrap();
+            super::super::node_gateway_typed(&matches)
+        };
+        assert!(typed(&["r", "node", "--gateway", "ws://h:1"]));
+        assert!(typed(&["r", "node", "--gateway=ws://h:1"]));
+        assert!(typed(&["r", "node", "install", "--gateway", "ws://h:1"]));
+        assert!(!typed(&["r", "node"]));
+        assert!(!typed(&["r", "node", "install", "--print"]));
+        assert!(!typed(&["r", "schema"]));
     }
 
     const PIN: &str = "ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab:ab";

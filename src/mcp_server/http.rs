@@ -422,6 +422,22 @@ async fn post(
         id: Option<Value>,
     }
     let head = serde_json::from_slice::<Head>(body).ok();
+    // Without a session, only `initialize` opens one: anything else gets
+    // JSON-RPC's error saying so (rmcp's own answer names no remedy).
+    if session.is_none()
+        && let Some(Head {
+            method: Some(method),
+            id,
+        }) = &head
+        && method != "initialize"
+    {
+        let response = hyper::Response::builder()
+            .status(400)
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(super::not_initialized(id.as_ref()))).boxed())
+            .expect("a JSON response");
+        return (response, None);
+    }
     let mut response = front.service.handle(request).await;
     let streaming = response.status() == hyper::StatusCode::OK
         && response

@@ -20,8 +20,11 @@
 //! In front of rmcp sits a thin framing layer ([`frame_stdio`]): rmcp
 //! silently drops a line that is not JSON, and ends the session when a
 //! notification arrives before `initialize`; here a line that is not JSON
-//! (or is longer than 64 MiB) is answered with JSON-RPC's -32700, and
-//! notifications before `initialize` are dropped with a line on stderr.
+//! (or is longer than 64 MiB) is answered with JSON-RPC's -32700,
+//! notifications before `initialize` are dropped with a line on stderr, and
+//! a request before it (rmcp would end the session without a word) gets
+//! [`not_initialized`]'s error, "send initialize first" — a `ping` an empty
+//! result, as MCP allows pings before `initialize`.
 
 pub mod http;
 
@@ -404,6 +407,13 @@ fn frame_stdio(
             let is_request = message.get("id").is_some();
             if method == Some("initialize") && is_request {
                 initialized = true;
+            } else if !initialized && is_request && method.is_some() {
+                let id = message.get("id");
+                let _ = answers_tx.send(match method {
+                    Some("ping") => pong(id),
+                    _ => not_initialized(id),
+                });
+                continue;
             } else if !initialized && !is_request && method.is_some() {
                 say(&format!(
                     "ignored {} before initialize",
@@ -602,6 +612,28 @@ fn invalid_request(id: Option<&Value>, problem: &str) -> String {
         "error": {"code": -32600, "message": format!("Invalid request: {problem}")},
     })
     .to_string()
+        + "\n"
+}
+
+/// The answer to a request sent before `initialize` (stdio and HTTP): MCP
+/// takes none but `initialize` (and `ping`) until the session has begun.
+pub(crate) fn not_initialized(id: Option<&Value>) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.cloned().unwrap_or(Value::Null),
+        "error": {
+            "code": -32600,
+            "message": "Invalid request: the session has not begun: send initialize first",
+        },
+    })
+    .to_string()
+        + "\n"
+}
+
+/// `ping`'s empty result.
+fn pong(id: Option<&Value>) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "result": {}})
+        .to_string()
         + "\n"
 }
 

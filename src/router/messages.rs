@@ -54,6 +54,18 @@ pub fn invalid_arguments(lang: Lang, detail: &dyn fmt::Display) -> String {
     }
 }
 
+/// A whole session key (`--session agent:main:x`) names another agent than
+/// the call's: a bad argument, in the documented sentence for one.
+pub fn session_for_another_agent(lang: Lang, named: &str, agent: &str) -> String {
+    let detail = match lang {
+        Lang::En => {
+            format!("the session key names agent {named:?}, but this call is for agent {agent:?}")
+        }
+        Lang::Zh => format!("会话键属于 agent “{named}”，但本次调用的是 agent “{agent}”"),
+    };
+    invalid_arguments(lang, &detail)
+}
+
 /// §3.5.1: the openclaw CLI could not be started.
 pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
     match lang {
@@ -65,9 +77,14 @@ pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
 }
 
 /// The small executable cannot reach the full program this call needs.
+/// `problem` is English (the executable's own words and the system's
+/// error): it goes into the English sentence only, so each language's
+/// sentence is in that language alone (the caller logs it otherwise).
 pub fn cannot_hand_over(lang: Lang, problem: &str) -> String {
     match lang {
-        Lang::Zh => format!("{PREFIX} 无法处理本次调用：{problem}。未调用 OpenClaw。"),
+        Lang::Zh => format!(
+            "{PREFIX} 无法处理本次调用：无法启动完整程序 clawbot_router-full（它必须与 clawbot_router 放在同一目录）。未调用 OpenClaw。"
+        ),
         Lang::En => format!("{PREFIX} Cannot run this call: {problem}. OpenClaw was not called."),
     }
 }

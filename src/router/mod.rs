@@ -206,17 +206,9 @@ impl Accepted {
             (&route, session.as_deref().and_then(Session::agent))
             && agent.to_lowercase() != named
         {
-            let sentence = match options.lang {
-                Lang::En => format!(
-                    "[clawbot_router] The session key names agent {named:?}, but this call is for agent {agent:?}."
-                ),
-                Lang::Zh => format!(
-                    "[clawbot_router] 会话键属于 agent {named:?}，但本次调用的是 agent {agent:?}。"
-                ),
-            };
             return Err(Box::new(refuse(
                 started,
-                sentence,
+                messages::session_for_another_agent(options.lang, named, agent),
                 Status::InvalidInput,
                 None,
             )));
@@ -287,7 +279,7 @@ pub async fn call(
     .await
     {
         gateway::Attempt::Done(reply) => reply,
-        gateway::Attempt::NotReached(_) if options.via == Via::Auto => {
+        gateway::Attempt::NotReached(not) if options.via == Via::Auto => {
             // Nothing ran on the gateway: the CLI gets what is left of the time.
             let left = options.timeout.saturating_sub(started.elapsed());
             if left < Duration::from_millis(100) {
@@ -302,30 +294,44 @@ pub async fn call(
                 }
                 return reply;
             }
-            let options = Options {
+            let cli_options = Options {
                 timeout: left,
                 ..options.clone()
             };
-            Box::pin(through_cli(
+            let mut reply = Box::pin(through_cli(
                 &request.message,
                 &route,
                 session,
-                &options,
+                &cli_options,
                 started,
                 cancel,
             ))
-            .await
+            .await;
+            // Neither path could run it: both reasons, or the user fixes
+            // the CLI only to meet the gateway's problem next.
+            if matches!(reply.status, Status::CouldNotStart | Status::InvalidInput) {
+                reply.result.content.push('\n');
+                reply.result.content += &gateway_sentence(not, options);
+            }
+            reply
         }
         // Refused or unreachable: what `openclaw agent` exits with for the
         // same (1), not "could not start" — nothing was to be started.
-        gateway::Attempt::NotReached(not) => {
-            let content = if not.refused {
-                messages::gateway_refused(options.lang, &options.gateway.url, &not.why, not.token)
-            } else {
-                messages::gateway_unreachable(options.lang, &options.gateway.url, &not.why)
-            };
-            refuse(started, content, Status::Failed(1), Some("gateway"))
-        }
+        gateway::Attempt::NotReached(not) => refuse(
+            started,
+            gateway_sentence(not, options),
+            Status::Failed(1),
+            Some("gateway"),
+        ),
+    }
+}
+
+/// Why the gateway did not take the call: it refused us, or never answered.
+fn gateway_sentence(not: gateway::NotReached, options: &Options) -> String {
+    if not.refused {
+        messages::gateway_refused(options.lang, &options.gateway.url, &not.why, not.token)
+    } else {
+        messages::gateway_unreachable(options.lang, &options.gateway.url, &not.why)
     }
 }
 
@@ -360,6 +366,16 @@ async fn through_cli(
         options.wsl_distro.as_deref(),
     ) {
         Ok(launcher) => launcher,
+        // A command that cannot be split (an unbalanced quote) is a usage
+        // error, like any bad flag: nothing could have been started.
+        Err(e @ command::LocateError::Unparsable(_)) => {
+            return refuse(
+                started,
+                messages::invalid_arguments(lang, &e),
+                Status::InvalidInput,
+                Some("cli"),
+            );
+        }
         Err(e) => {
             return refuse(
                 started,
