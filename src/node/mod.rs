@@ -452,10 +452,12 @@ impl Node {
                 // Settings to fix, not hiccups: retrying changes nothing.
                 Err(ConnectError::Refused(why)) => {
                     say(&why);
+                    beacon.lost(&why); // `node status` shows why it stopped
                     return 1;
                 }
                 Err(ConnectError::Untrusted(why)) => {
                     say(&why);
+                    beacon.lost(&why);
                     if trusted_by == pins::Source::Remembered {
                         say(&self.pins.reset_hint(&endpoint.url));
                     }

@@ -127,6 +127,21 @@ pub struct Runtime {
     pub last_exit: Option<i32>,
 }
 
+/// What `state` says when the manager was not asked (it is not available
+/// here) or did not answer: never an empty string.
+pub const UNKNOWN_STATE: &str = "unknown";
+
+impl Runtime {
+    /// The manager could not tell: only whether its file is there is known.
+    fn unknown(installed: bool) -> Self {
+        Self {
+            installed,
+            state: UNKNOWN_STATE.into(),
+            ..Self::default()
+        }
+    }
+}
+
 /// One service manager.
 trait Manager {
     /// `systemd`, `launchd`, `Task Scheduler`.
@@ -734,10 +749,7 @@ async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Pat
     let available = m.available().await;
     let runtime = match &available {
         Ok(()) => m.runtime().await,
-        Err(_) => Runtime {
-            installed,
-            ..Runtime::default()
-        },
+        Err(_) => Runtime::unknown(installed),
     };
     // A node run by hand (no service) still reports itself.
     let state_dir = state_dir
