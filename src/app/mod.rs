@@ -50,7 +50,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
                 return Box::pin(node_service(service, gateway_flag)).await;
             }
             match node_options(run, gateway_flag) {
-                Ok(options) => Box::pin(node::run(options, stopped())).await,
+                Ok(options) => Box::pin(node::run(options, print, stopped())).await,
                 Err(problem) => {
                     tell("node", &problem);
                     2

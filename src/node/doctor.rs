@@ -5,12 +5,14 @@
 //! line of stdin is a follow-up in the same session, and end of input ends
 //! the session.
 //!
+//! It never writes to stdout itself: the reply goes to the `print` that
+//! app (the only stdout writer) hands down, from a thread of its own.
+//!
 //! Seed 000's error table: an unreachable gateway is retried with backoff
 //! and said so; a link that drops mid-turn is reconnected and the turn
 //! followed to its answer (the gateway knows the run by its idempotency
 //! key, so nothing runs twice); 60 s without a word from the agent is said.
 
-use std::io::Write;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -47,12 +49,12 @@ pub struct Options {
 
 /// Runs the session until end of input (0), a refusal that retrying
 /// cannot fix (1), or `stop` (Ctrl-C; 0).
-pub async fn session(options: Options, stop: CancellationToken) -> u8 {
+pub async fn session(options: Options, print: fn(&str), stop: CancellationToken) -> u8 {
     let Some(mut lines) = crate::ui::stdin_messages() else {
         say("doctor: stdin is already taken");
         return 1;
     };
-    let out = Stdout::start();
+    let out = Stdout::start(print);
     say(
         "doctor: collecting the diagnostic context (openclaw --version, its config, `openclaw config validate`, recent log errors; a few seconds)",
     );
@@ -343,8 +345,8 @@ impl Doctor<'_> {
     }
 }
 
-/// stdout written by a thread of its own: a reader that stops reading
-/// must not stall the node.
+/// The reply handed to app's `print` by a thread of its own: a reader of
+/// stdout that stops reading must not stall the node.
 #[derive(Clone)]
 struct Stdout(std::sync::mpsc::SyncSender<Write_>);
 
@@ -354,16 +356,12 @@ enum Write_ {
 }
 
 impl Stdout {
-    fn start() -> Self {
+    fn start(print: fn(&str)) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Write_>(4096);
         std::thread::spawn(move || {
             for item in rx {
-                let mut out = std::io::stdout().lock();
                 match item {
-                    Write_::Text(text) => {
-                        let _ = out.write_all(text.as_bytes());
-                        let _ = out.flush();
-                    }
+                    Write_::Text(text) => print(&text),
                     Write_::Flush(done) => {
                         let _ = done.send(());
                     }

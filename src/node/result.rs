@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::short;
+use super::invoke::short;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::{InvokeError, InvokeResult};
 use crate::shared::log::say;

@@ -23,6 +23,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::status;
@@ -127,6 +128,21 @@ pub struct Runtime {
     pub last_exit: Option<i32>,
 }
 
+/// What `state` says when the manager was not asked (it is not available
+/// here) or did not answer: never an empty string.
+pub const UNKNOWN_STATE: &str = "unknown";
+
+impl Runtime {
+    /// The manager could not tell: only whether its file is there is known.
+    fn unknown(installed: bool) -> Self {
+        Self {
+            installed,
+            state: UNKNOWN_STATE.into(),
+            ..Self::default()
+        }
+    }
+}
+
 /// One service manager.
 trait Manager {
     /// `systemd`, `launchd`, `Task Scheduler`.
@@ -161,9 +177,101 @@ trait Manager {
 
 /// The answer: what to print, and the exit code.
 pub struct Report {
-    pub json: Value,
+    pub json: ReportJson,
     pub text: String,
     pub code: u8,
+}
+
+/// What `node install|uninstall|status|start|stop|restart --json` prints.
+/// One shape for every action; a field an action does not fill is left
+/// out (`node` and `runtime` come together, `node` may be `null`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportJson {
+    pub action: &'static str,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Vec<String>>,
+    /// `installed`, `started`, `not-installed`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub settled: Option<Settled>,
+}
+
+impl ReportJson {
+    fn new(action: Action, ok: bool) -> Self {
+        Self {
+            action: action.name(),
+            ok,
+            error: None,
+            hints: None,
+            result: None,
+            message: None,
+            service: None,
+            warnings: None,
+            settled: None,
+        }
+    }
+}
+
+/// The service as installed (install) or looked for (status).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceJson {
+    pub manager: &'static str,
+    pub id: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub available: Option<bool>,
+    /// Status only: `null` when the manager is available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<Option<String>>,
+}
+
+/// What the manager and the node itself say, after a start or on status.
+#[derive(Debug, Serialize)]
+pub struct Settled {
+    pub runtime: RuntimeJson,
+    pub node: Option<status::Status>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeJson {
+    pub installed: bool,
+    pub enabled: bool,
+    pub running: bool,
+    pub pid: Option<u32>,
+    pub state: String,
+    pub restarts: Option<u64>,
+    pub last_exit: Option<i32>,
+}
+
+impl From<&Runtime> for RuntimeJson {
+    fn from(r: &Runtime) -> Self {
+        Self {
+            installed: r.installed,
+            enabled: r.enabled,
+            running: r.running,
+            pid: r.pid,
+            state: r.state.clone(),
+            restarts: r.restarts,
+            last_exit: r.last_exit,
+        }
+    }
 }
 
 impl Report {
@@ -173,7 +281,11 @@ impl Report {
             text.push_str(&format!("\n  {hint}"));
         }
         Self {
-            json: json!({"action": action.name(), "ok": false, "error": error, "hints": hints}),
+            json: ReportJson {
+                error: Some(error),
+                hints: Some(hints),
+                ..ReportJson::new(action, false)
+            },
             text,
             code: 1,
         }
@@ -481,11 +593,13 @@ async fn act(
                 return Report::failed(action, e, vec![m.log_hint()]);
             }
             let (settled, text) = if action == Action::Stop {
-                (json!({}), String::new())
+                (None, String::new())
             } else {
-                settle(m, state_dir.as_deref()).await
+                let (settled, text) = settle(m, state_dir.as_deref()).await;
+                (Some(settled), text)
             };
-            let mut report = done(action, result, &format!("node service {result}"), settled);
+            let mut report = done(action, result, &format!("node service {result}"));
+            report.json.settled = settled;
             if !text.is_empty() {
                 report.text.push('\n');
                 report.text.push_str(&text);
@@ -513,22 +627,16 @@ fn by_hand(plan: &Plan) -> String {
 
 /// Nothing to stop or remove is not a failure (as `openclaw node stop`).
 fn not_installed(action: Action) -> Report {
-    done(
-        action,
-        "not-installed",
-        "the node service is not installed",
-        json!({}),
-    )
+    done(action, "not-installed", "the node service is not installed")
 }
 
-fn done(action: Action, result: &str, message: &str, extra: Value) -> Report {
-    let mut json =
-        json!({"action": action.name(), "ok": true, "result": result, "message": message});
-    if let (Some(obj), Some(more)) = (json.as_object_mut(), extra.as_object()) {
-        obj.extend(more.clone());
-    }
+fn done(action: Action, result: &'static str, message: &str) -> Report {
     Report {
-        json,
+        json: ReportJson {
+            result: Some(result),
+            message: Some(message.to_owned()),
+            ..ReportJson::new(action, true)
+        },
         text: message.to_owned(),
         code: 0,
     }
@@ -600,13 +708,18 @@ async fn install(m: &impl Manager, plan: Plan, force: bool) -> Report {
         action,
         "installed",
         &format!("installed {} ({}) and started it", m.id(), path.display()),
-        json!({"service": {"manager": m.name(), "id": m.id(), "path": path.to_string_lossy(), "system": plan.system, "user": plan.user}, "warnings": warnings}),
     );
-    if let Some(obj) = report.json.as_object_mut()
-        && let Some(more) = settled.as_object()
-    {
-        obj.extend(more.clone());
-    }
+    report.json.service = Some(ServiceJson {
+        manager: m.name(),
+        id: m.id(),
+        path: path.to_string_lossy().into_owned(),
+        system: Some(plan.system),
+        user: Some(plan.user.clone()),
+        available: None,
+        unavailable_reason: None,
+    });
+    report.json.warnings = Some(warnings.clone());
+    report.json.settled = Some(settled);
     report.text.push('\n');
     report.text.push_str(&text);
     for w in warnings {
@@ -704,13 +817,12 @@ async fn uninstall(m: &impl Manager, installed: bool, state_dir: Option<&Path>) 
         action,
         "uninstalled",
         &format!("stopped and removed {} ({})", m.id(), path.display()),
-        json!({}),
     )
 }
 
 /// Watches the node for a few seconds after a start: connected, waiting
 /// for pairing, or gone.
-async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Value, String) {
+async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Settled, String) {
     // The node's own file says when it is connected (a read); the
     // manager is asked once, at the end (a process each time).
     let deadline = tokio::time::Instant::now() + SETTLE;
@@ -724,20 +836,18 @@ async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Value, String) {
     let runtime = m.runtime().await;
     let node = state_dir.and_then(|d| node_view(d, runtime.pid));
     let text = describe(&runtime, node.as_ref(), m);
-    (
-        json!({"runtime": runtime_json(&runtime), "node": node.map(node_json)}),
-        text,
-    )
+    let settled = Settled {
+        runtime: RuntimeJson::from(&runtime),
+        node,
+    };
+    (settled, text)
 }
 
 async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Path>) -> Report {
     let available = m.available().await;
     let runtime = match &available {
         Ok(()) => m.runtime().await,
-        Err(_) => Runtime {
-            installed,
-            ..Runtime::default()
-        },
+        Err(_) => Runtime::unknown(installed),
     };
     // A node run by hand (no service) still reports itself.
     let state_dir = state_dir
@@ -761,19 +871,22 @@ async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Pat
     text.push_str(&describe(&runtime, node.as_ref(), m));
     let running = runtime.running || node.as_ref().is_some_and(|n| !n.stopped);
     Report {
-        json: json!({
-            "action": "status",
-            "ok": true,
-            "service": {
-                "manager": m.name(),
-                "id": m.id(),
-                "path": m.path().to_string_lossy(),
-                "available": available.is_ok(),
-                "unavailableReason": available.err(),
-            },
-            "runtime": runtime_json(&runtime),
-            "node": node.map(node_json),
-        }),
+        json: ReportJson {
+            service: Some(ServiceJson {
+                manager: m.name(),
+                id: m.id(),
+                path: m.path().to_string_lossy().into_owned(),
+                system: None,
+                user: None,
+                available: Some(available.is_ok()),
+                unavailable_reason: Some(available.err()),
+            }),
+            settled: Some(Settled {
+                runtime: RuntimeJson::from(&runtime),
+                node,
+            }),
+            ..ReportJson::new(Action::Status, true)
+        },
         text,
         // As `systemctl status` and LSB: 0 running, 3 not running.
         code: if running { 0 } else { 3 },
@@ -842,22 +955,6 @@ fn describe(runtime: &Runtime, node: Option<&status::Status>, m: &impl Manager) 
         lines.push(m.log_hint());
     }
     lines.join("\n")
-}
-
-fn runtime_json(r: &Runtime) -> Value {
-    json!({
-        "installed": r.installed,
-        "enabled": r.enabled,
-        "running": r.running,
-        "pid": r.pid,
-        "state": r.state,
-        "restarts": r.restarts,
-        "lastExit": r.last_exit,
-    })
-}
-
-fn node_json(n: status::Status) -> Value {
-    serde_json::to_value(n).unwrap_or(Value::Null)
 }
 
 /// The state directory a definition was written for: a marker line each

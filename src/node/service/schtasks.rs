@@ -96,10 +96,7 @@ impl Manager for Schtasks {
         let installed = self.path().exists();
         match tool("schtasks", &["/Query", "/TN", TASK, "/FO", "LIST", "/V"]).await {
             Ok((0, out)) => parse_query(&out, installed),
-            _ => Runtime {
-                installed,
-                ..Runtime::default()
-            },
+            _ => Runtime::unknown(installed),
         }
     }
 
@@ -124,7 +121,11 @@ fn parse_query(out: &str, installed: bool) -> Runtime {
         enabled: get("Scheduled Task State") != "Disabled",
         running: status == "Running",
         pid: None,
-        state: status,
+        state: if status.is_empty() {
+            super::UNKNOWN_STATE.into()
+        } else {
+            status
+        },
         restarts: None,
         last_exit: get("Last Result").parse().ok(),
     }

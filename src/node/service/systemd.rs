@@ -100,10 +100,7 @@ impl Manager for Systemd {
             .systemctl(&["show", UNIT, &format!("--property={properties}")])
             .await
         else {
-            return Runtime {
-                installed,
-                ..Runtime::default()
-            };
+            return Runtime::unknown(installed);
         };
         parse_show(&out, installed)
     }
@@ -145,7 +142,9 @@ fn parse_show(out: &str, installed: bool) -> Runtime {
         enabled: get("UnitFileState") == "enabled",
         running: active == "active",
         pid,
-        state: if sub.is_empty() {
+        state: if active.is_empty() {
+            super::UNKNOWN_STATE.into()
+        } else if sub.is_empty() {
             active
         } else {
             format!("{active} ({sub})")
@@ -351,5 +350,13 @@ pub mod tests {
             false,
         );
         assert!(!gone.installed && !gone.running && gone.pid.is_none());
+    }
+
+    /// Issue 24: `runtime.state` was `""` when systemctl said nothing.
+    #[test]
+    fn a_state_systemd_does_not_give_is_unknown_not_empty() {
+        assert_eq!(parse_show("", true).state, "unknown");
+        let stopped = parse_show("ActiveState=inactive\nSubState=dead\n", true);
+        assert_eq!(stopped.state, "inactive (dead)");
     }
 }

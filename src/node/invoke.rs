@@ -1,0 +1,182 @@
+//! One `node.invoke.request`, run: the tool (or a published tool's door)
+//! within the caller's time, its output streamed while it runs, then its
+//! `node.invoke.result`, shaped and fitted off the runtime thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::result::{content_budget, result_frame, send_result};
+use super::{Node, events, mcp_publish, progress};
+use crate::gateway::client::Outbox;
+use crate::gateway::frames::InvokeRequest;
+use crate::shared::log::say;
+use crate::tools::{self, Invocation};
+
+/// Default for an invocation that names no timeout.
+const DEFAULT_INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Answer this long before the caller gives up, so the answer still counts.
+const ANSWER_MARGIN: Duration = Duration::from_millis(250);
+/// How long a finished command's output stream may take to queue its
+/// last chunks before the result goes without them.
+const STREAM_FLUSH: Duration = Duration::from_secs(2);
+
+impl Node {
+    pub(super) fn spawn_invocation(
+        &self,
+        request: InvokeRequest,
+        cancel: CancellationToken,
+        max_payload: usize,
+        outbox: Outbox,
+        done: mpsc::UnboundedSender<String>,
+    ) {
+        let tools = Arc::clone(&self.tools);
+        let door = self.publishing().then(|| Arc::clone(&self.door));
+        let node_id = if request.node_id.is_empty() {
+            self.identity.device_id.clone()
+        } else {
+            request.node_id.clone()
+        };
+        tokio::spawn(async move {
+            let params_json = request.params_json.clone();
+            // A program's output streams while it runs; the result follows
+            // the last chunk.
+            let (tap, streaming) = if tools::streams_output(&request.command) {
+                let (tap, handle) = progress::start(
+                    outbox.clone(),
+                    request.id.clone(),
+                    node_id.clone(),
+                    cancel.clone(),
+                );
+                (Some(tap), Some(handle))
+            } else {
+                (None, None)
+            };
+            let invocation = Invocation {
+                id: &request.id,
+                command: &request.command,
+                params_json: request.params_json.as_deref(),
+                timeout: work_time(request.timeout_ms),
+                max_bytes: content_budget(max_payload),
+                cancel,
+                tap,
+                // A published tool's call names its agent only in its
+                // session (`agent:<id>:…`).
+                agent: request
+                    .session_key
+                    .as_deref()
+                    .and_then(|k| k.strip_prefix("agent:"))
+                    .and_then(|k| k.split(':').next())
+                    .filter(|a| !a.is_empty()),
+                gate: tools::policy::Gate::Ours,
+            };
+            // An agent's call of a published tool: the same dispatch
+            // (only where tools are published: the command is declared).
+            let (outcome, decision, what, verdict) =
+                if let Some(door) = door.filter(|_| request.command == mcp_publish::COMMAND) {
+                    let called = mcp_publish::call(&door, invocation).await;
+                    let verdict = called.verdict();
+                    (called.result, called.decision, called.label, verdict)
+                } else {
+                    let (outcome, decision) = tools.invoke(invocation).await;
+                    let verdict = match &outcome {
+                        Ok(_) => "ok".to_owned(),
+                        Err(e) => e.code.to_owned(),
+                    };
+                    (outcome, decision, request.command.clone(), verdict)
+                };
+            let streamed = match streaming {
+                // Bounded: the tap is gone with the invocation, so the
+                // stream only has its queue to flush.
+                Some(mut handle) => match tokio::time::timeout(STREAM_FLUSH, &mut handle).await {
+                    Ok(summary) => summary.ok(),
+                    Err(_) => {
+                        // Nothing of it may follow the result.
+                        handle.abort();
+                        None
+                    }
+                },
+                None => None,
+            };
+            if let Some(s) = streamed.filter(|s| s.chunks > 0) {
+                say(&format!(
+                    "invoke {} streamed {} progress chunk(s), {} bytes{}",
+                    short(&request.id),
+                    s.chunks,
+                    s.bytes,
+                    if s.skipped > 0 {
+                        format!(" ({} bytes not streamed)", s.skipped)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            say(&format!(
+                "invoke {} {what} → {verdict} ({decision})",
+                short(&request.id),
+            ));
+            // Serialising and fitting a result of megabytes is CPU work:
+            // off the runtime thread, so signals and other invocations are
+            // never kept waiting behind it.
+            // The run's event goes first, as OpenClaw's node host sends it.
+            if let Some(event) =
+                events::exec_event(&request.command, params_json.as_deref(), &outcome)
+            {
+                outbox.request("node.event", event);
+            }
+            let id = request.id.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                send_result(&outbox, result_frame(id, node_id, outcome), max_payload);
+            })
+            .await;
+            let _ = done.send(request.id);
+        });
+    }
+}
+
+/// The time a tool may take: the caller's timeout minus room to stop a
+/// process tree (SIGTERM, grace) and still answer before the caller gives up.
+fn work_time(timeout_ms: Option<u64>) -> Duration {
+    let total = timeout_ms
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_INVOKE_TIMEOUT);
+    let margin = (total / 4).clamp(ANSWER_MARGIN, Duration::from_secs(3));
+    total.saturating_sub(margin).max(Duration::from_millis(500))
+}
+
+/// The first 8 characters of an id, for log lines.
+pub(super) fn short(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_without_a_timeout_gets_the_default_less_its_margin() {
+        assert_eq!(work_time(None), Duration::from_secs(27));
+    }
+
+    #[test]
+    fn the_margin_is_a_quarter_between_a_quarter_second_and_three_seconds() {
+        assert_eq!(work_time(Some(2_000)), Duration::from_millis(1_500));
+        assert_eq!(work_time(Some(800)), Duration::from_millis(550));
+        assert_eq!(work_time(Some(60_000)), Duration::from_secs(57));
+    }
+
+    #[test]
+    fn a_tiny_timeout_still_leaves_half_a_second_of_work() {
+        assert_eq!(work_time(Some(100)), Duration::from_millis(500));
+        assert_eq!(work_time(Some(0)), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn short_ids_are_eight_characters_and_never_split_one() {
+        assert_eq!(short("0123456789abcdef"), "01234567");
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(short("ééééééééé"), "éééééééé");
+    }
+}
