@@ -64,7 +64,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Ok(Cli {
             command: Some(Command::Bridge(command)),
             ..
-        }) => Box::pin(crate::links::bridge::main(command, stopped())).await,
+        }) => Box::pin(crate::links::bridge::main(command, print, stopped())).await,
         Ok(Cli {
             command: Some(Command::Chat(args)),
             ..

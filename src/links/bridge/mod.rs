@@ -669,10 +669,16 @@ pub async fn send(
         .unwrap_or_else(|_| Err("the bridge did not answer within 10 s".into()))
 }
 
-/// `clawbot_router bridge …` from its flags; the exit code.
-pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -> u8 {
+/// `clawbot_router bridge …` from its flags; the exit code. `print` is
+/// app's stdout writer: `bridge send`'s answer is the only thing this room
+/// has for stdout, and app is the only room that writes there.
+pub async fn main(
+    command: crate::cli::BridgeCommand,
+    print: fn(&str),
+    stop: CancellationToken,
+) -> u8 {
     let result = match command.send {
-        Some(crate::cli::BridgeSend::Send(args)) => send_main(args).await,
+        Some(crate::cli::BridgeSend::Send(args)) => send_main(args, print).await,
         None => serve_main(command.run, stop).await,
     };
     result.unwrap_or_else(|problem| {
@@ -722,7 +728,7 @@ async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Re
     Ok(serve(options, tools, stop).await)
 }
 
-async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
+async fn send_main(args: crate::cli::BridgeSendArgs, print: fn(&str)) -> Result<u8, String> {
     let token = token(&args.token)?;
     let meta = match &args.meta {
         Some(text) => serde_json::from_str::<Value>(text)
@@ -735,7 +741,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
     let url = format!("ws://{listen}{PATH}");
     match send(&url, &token, &args.session, &args.text, meta).await {
         Ok(answer) => {
-            println!("{answer}");
+            print(&format!("{answer}\n"));
             Ok(0)
         }
         Err(problem) => {
