@@ -210,6 +210,9 @@ pub struct NodeArgs {
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<std::path::PathBuf>,
 
+    #[command(flatten)]
+    pub log: LogArgs,
+
     /// The name operators see (default: the hostname).
     #[arg(long, value_name = "NAME")]
     pub display_name: Option<String>,
@@ -670,6 +673,9 @@ pub struct BridgeArgs {
 
     #[command(flatten)]
     pub hands: HandsArgs,
+
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 #[derive(Debug, Args)]
@@ -719,6 +725,9 @@ pub struct ChatArgs {
     #[command(flatten)]
     pub hands: HandsArgs,
 
+    #[command(flatten)]
+    pub log: LogArgs,
+
     /// The first message (more follow as lines of stdin).
     pub message: Option<String>,
 }
@@ -756,6 +765,9 @@ pub struct PollArgs {
 
     #[command(flatten)]
     pub hands: HandsArgs,
+
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// `clawbot_router mcp`: the call options, and the HTTP transport's.
@@ -782,4 +794,39 @@ pub struct McpArgs {
     /// None by default: a request with an Origin header is refused.
     #[arg(long = "http-allow-origin", value_name = "ORIGIN", requires = "http")]
     pub http_origins: Vec<String>,
+
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// How the long-running modes (node, bridge, chat, poll, mcp) log, on
+/// stderr or `--log-file`: the same three flags on each.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct LogArgs {
+    /// `text` for a person, `json` for a service manager or a log shipper
+    /// (one object a line: ts in ms, level, who, msg).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// The least severe lines written.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+
+    /// Warnings and errors only (as --log-level warn).
+    #[arg(long, short = 'q', conflicts_with = "log_level")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
 }

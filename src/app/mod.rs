@@ -49,6 +49,7 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             if let Some(service) = service {
                 return Box::pin(node_service(service, gateway_flag)).await;
             }
+            logging(run.log);
             match node_options(run, gateway_flag) {
                 Ok(options) => Box::pin(node::run(options, print, stopped())).await,
                 Err(problem) => {
@@ -60,31 +61,45 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Cli {
             command: Some(Command::Mcp(args)),
             ..
-        } => match mcp_http(&args) {
-            Ok(http) => {
-                Box::pin(crate::mcp_server::serve(
-                    call_options(&args.call, None),
-                    http,
-                ))
-                .await
+        } => {
+            logging(args.log);
+            match mcp_http(&args) {
+                Ok(http) => {
+                    Box::pin(crate::mcp_server::serve(
+                        call_options(&args.call, None),
+                        http,
+                    ))
+                    .await
+                }
+                Err(problem) => {
+                    tell("mcp", &problem);
+                    2
+                }
             }
-            Err(problem) => {
-                tell("mcp", &problem);
-                2
-            }
-        },
+        }
         Cli {
             command: Some(Command::Bridge(command)),
             ..
-        } => Box::pin(crate::links::bridge::main(command, stopped())).await,
+        } => {
+            if command.send.is_none() {
+                logging(command.run.log);
+            }
+            Box::pin(crate::links::bridge::main(command, print, stopped())).await
+        }
         Cli {
             command: Some(Command::Chat(args)),
             ..
-        } => Box::pin(crate::links::agent_service::main(args, print, stopped())).await,
+        } => {
+            logging(args.log);
+            Box::pin(crate::links::agent_service::main(args, print, stopped())).await
+        }
         Cli {
             command: Some(Command::Poll(args)),
             ..
-        } => Box::pin(crate::links::command_queue::main(args, stopped())).await,
+        } => {
+            logging(args.log);
+            Box::pin(crate::links::command_queue::main(args, stopped())).await
+        }
         Cli {
             command: Some(command),
             ..
@@ -117,6 +132,23 @@ fn node_gateway_typed(matches: &ArgMatches) -> bool {
     matches
         .subcommand_matches("node")
         .is_some_and(|node| typed(node) || node.subcommand_matches("install").is_some_and(typed))
+}
+
+/// `--log-format`, `--log-level`, `--quiet`: set before the mode's first line.
+fn logging(args: crate::cli::LogArgs) {
+    use crate::cli::{LogFormat, LogLevel};
+    use crate::shared::log::{Format, Level};
+    let format = match args.log_format {
+        LogFormat::Text => Format::Text,
+        LogFormat::Json => Format::Json,
+    };
+    let least = match (args.quiet, args.log_level) {
+        (true, _) | (false, LogLevel::Warn) => Level::Warn,
+        (false, LogLevel::Error) => Level::Error,
+        (false, LogLevel::Info) => Level::Info,
+        (false, LogLevel::Debug) => Level::Debug,
+    };
+    crate::shared::log::configure(format, least);
 }
 
 /// `mcp --http`'s address and token, checked; None: stdio.

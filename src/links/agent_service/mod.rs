@@ -72,6 +72,16 @@ fn say(message: &str) {
     crate::shared::log::say_as("chat", message);
 }
 
+/// Something went wrong and this link carries on.
+fn warn(message: &str) {
+    crate::shared::log::warn_as("chat", message);
+}
+
+/// Something this link was asked to do failed.
+fn error(message: &str) {
+    crate::shared::log::error_as("chat", message);
+}
+
 pub struct Options {
     pub service: Service,
     /// The desktop's conversation id (`jarvis_session_id`).
@@ -234,13 +244,13 @@ impl Chat {
             match end {
                 End::Done => return true,
                 End::Refused(why) => {
-                    say(&format!("the service refused the message: {why}"));
+                    error(&format!("the service refused the message: {why}"));
                     return false;
                 }
                 End::Dropped(why) => {
                     // What the lost attempt printed stays on a line of its own.
                     self.end_line();
-                    say(&format!(
+                    warn(&format!(
                         "the stream dropped mid-turn ({why}); re-sending the message in {} s",
                         wait.as_secs()
                     ));
@@ -612,12 +622,12 @@ impl Chat {
             .await;
         match posted {
             Ok(answer) if answer["accepted"] == true => {}
-            Ok(answer) => say(&format!(
+            Ok(answer) => warn(&format!(
                 "the service did not accept tool result {}: {answer}",
                 result["id"]
             )),
             Err(Failure::Network(why) | Failure::Status(_, why)) => {
-                say(&format!("cannot post tool result {}: {why}", result["id"]))
+                warn(&format!("cannot post tool result {}: {why}", result["id"]))
             }
         }
     }
@@ -668,7 +678,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
     let chat = match Chat::start(options, tools).await {
         Ok(chat) => chat,
         Err(why) => {
-            say(&why);
+            error(&why);
             crate::shared::log::flush_log();
             return 1;
         }

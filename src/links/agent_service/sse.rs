@@ -1,6 +1,23 @@
 //! Server-sent events as seed 001 streams them: `event:` and `data:` lines,
 //! `:` comments (the heartbeat), a blank line ending each event. Bounded:
 //! a line or an event past the limit is an error, not a growing buffer.
+//!
+//! Why ours and not `sse-stream` (0.2.6, already in the lock file through
+//! rmcp; read for issue 24): the stream is a stranger's, and the crate
+//! does not bound it. Its unfinished line, an event's joined `data:` and
+//! the queue of parsed events all grow without a limit, so a peer that
+//! sends one endless line (or endless `data:` lines with no blank line)
+//! takes memory until the process dies; bounding it from outside would
+//! mean counting bytes between its lines, which is this parser again. It
+//! is also stricter than the SSE spec where a hostile or sloppy peer
+//! lives: a line without `:`, an unknown field, a second `event:` in one
+//! event or bytes that are not UTF-8 end the whole stream with an error,
+//! where the spec (and this parser) ignores the line or decodes lossily
+//! and the turn goes on. And it is a `Stream` over an HTTP body, not a
+//! `feed(bytes)`, so the fuzz target that cuts the stream anywhere
+//! (`sse_stream`, through `src/fuzzing.rs`) would need a body and a waker
+//! around it. What it has that we lack: a lone `\r` as a line end and the
+//! BOM; seed 001 sends neither. TODO: take the crate if it grows limits.
 
 /// One event: its name (`message` when none was given) and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,6 +59,16 @@ fn say(message: &str) {
     crate::shared::log::say_as("bridge", message);
 }
 
+/// Something went wrong and this link carries on.
+fn warn(message: &str) {
+    crate::shared::log::warn_as("bridge", message);
+}
+
+/// Something this link was asked to do failed.
+fn error(message: &str) {
+    crate::shared::log::error_as("bridge", message);
+}
+
 /// How the bridge runs.
 pub struct Options {
     pub listen: SocketAddr,
@@ -74,7 +84,8 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
     let listener = match TcpListener::bind(options.listen).await {
         Ok(l) => l,
         Err(e) => {
-            say(&format!("cannot listen on {}: {e}", options.listen));
+            error(&format!("cannot listen on {}: {e}", options.listen));
+            crate::shared::log::flush_log();
             return 1;
         }
     };
@@ -106,7 +117,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
                     tasks.spawn(async move { connection(shared, stream, peer, stop).await });
                 }
                 Err(e) => {
-                    say(&format!("accept failed: {e}"));
+                    warn(&format!("accept failed: {e}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
@@ -120,7 +131,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
         .await
         .is_err()
     {
-        say("calls still stopping after 15 s; leaving");
+        warn("calls still stopping after 15 s; leaving");
     }
     crate::shared::log::flush_log();
     0
@@ -199,7 +210,7 @@ async fn connection(
         upgraded = tokio::time::timeout(HELLO_WITHIN, upgrade) => match upgraded {
             Ok(Ok(ws)) => ws,
             Ok(Err(e)) => {
-                say(&format!("{peer}: refused the upgrade: {e}"));
+                warn(&format!("{peer}: refused the upgrade: {e}"));
                 return;
             }
             Err(_) => return,
@@ -298,14 +309,14 @@ impl Link {
                 _ = ticks.tick(), if self.bound.is_some() => {
                     // Two pings without a pong: the client is gone.
                     if unanswered >= 2 {
-                        say(&format!("{}: two pings unanswered; the connection is dead", self.peer));
+                        warn(&format!("{}: two pings unanswered; the connection is dead", self.peer));
                         self.close(CloseCode::Away, "two pings unanswered").await;
                         return;
                     }
                     unanswered += 1;
                     // A queue too full for a ping: the client is not reading.
                     if self.out.try_send(Message::text(Out::Ping { ts: crate::shared::clock::now_ms() }.text())).is_err() {
-                        say(&format!("{}: frames are not being read; the connection is dead", self.peer));
+                        warn(&format!("{}: frames are not being read; the connection is dead", self.peer));
                         return;
                     }
                     continue;
@@ -325,7 +336,7 @@ impl Link {
                 Some(Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => continue, // WebSocket ping/pong: tungstenite answers
                 Some(Err(WsError::Io(e))) if Budget::spent(&e) => {
-                    say(&format!(
+                    warn(&format!(
                         "{}: more than {PRE_HELLO_BYTES} bytes before hello; closing",
                         self.peer
                     ));
@@ -337,7 +348,7 @@ impl Link {
                     return;
                 }
                 Some(Err(WsError::Capacity(e))) => {
-                    say(&format!("{}: frame too large ({e}); closing", self.peer));
+                    warn(&format!("{}: frame too large ({e}); closing", self.peer));
                     self.close(
                         CloseCode::Size,
                         &format!("frames are limited to {MAX_FRAME} bytes"),
@@ -346,7 +357,7 @@ impl Link {
                     return;
                 }
                 Some(Err(e)) => {
-                    say(&format!("{}: connection failed: {e}", self.peer));
+                    warn(&format!("{}: connection failed: {e}", self.peer));
                     return;
                 }
             };
@@ -414,7 +425,7 @@ impl Link {
         token: &str,
     ) -> bool {
         if !crate::shared::secrets::same_secret(token, &self.shared.options.token) {
-            say(&format!("{}: hello with a wrong token; closed", self.peer));
+            warn(&format!("{}: hello with a wrong token; closed", self.peer));
             self.close(CloseCode::Policy, "wrong token").await;
             return false;
         }
@@ -669,10 +680,16 @@ pub async fn send(
         .unwrap_or_else(|_| Err("the bridge did not answer within 10 s".into()))
 }
 
-/// `clawbot_router bridge …` from its flags; the exit code.
-pub async fn main(command: crate::cli::BridgeCommand, stop: CancellationToken) -> u8 {
+/// `clawbot_router bridge …` from its flags; the exit code. `print` is
+/// app's stdout writer: `bridge send`'s answer is the only thing this room
+/// has for stdout, and app is the only room that writes there.
+pub async fn main(
+    command: crate::cli::BridgeCommand,
+    print: fn(&str),
+    stop: CancellationToken,
+) -> u8 {
     let result = match command.send {
-        Some(crate::cli::BridgeSend::Send(args)) => send_main(args).await,
+        Some(crate::cli::BridgeSend::Send(args)) => send_main(args, print).await,
         None => serve_main(command.run, stop).await,
     };
     result.unwrap_or_else(|problem| {
@@ -722,7 +739,7 @@ async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Re
     Ok(serve(options, tools, stop).await)
 }
 
-async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
+async fn send_main(args: crate::cli::BridgeSendArgs, print: fn(&str)) -> Result<u8, String> {
     let token = token(&args.token)?;
     let meta = match &args.meta {
         Some(text) => serde_json::from_str::<Value>(text)
@@ -735,7 +752,7 @@ async fn send_main(args: crate::cli::BridgeSendArgs) -> Result<u8, String> {
     let url = format!("ws://{listen}{PATH}");
     match send(&url, &token, &args.session, &args.text, meta).await {
         Ok(answer) => {
-            println!("{answer}");
+            print(&format!("{answer}\n"));
             Ok(0)
         }
         Err(problem) => {

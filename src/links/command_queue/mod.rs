@@ -72,6 +72,16 @@ fn say(message: &str) {
     crate::shared::log::say_as("poll", message);
 }
 
+/// Something went wrong and this link carries on.
+fn warn(message: &str) {
+    crate::shared::log::warn_as("poll", message);
+}
+
+/// Something this link was asked to do failed.
+fn error(message: &str) {
+    crate::shared::log::error_as("poll", message);
+}
+
 pub struct Options {
     pub api: Service,
     pub key: String,
@@ -278,7 +288,7 @@ impl Poller {
                 Failure::Network(_) | Failure::Status(408 | 429 | 500..=599, _)
             );
             if !transient || tries == COMPLETE_TRIES {
-                say(&format!(
+                error(&format!(
                     "cannot complete command {id}: {e}{}",
                     if tries > 1 {
                         format!(" (after {tries} tries; its result is given up)")
@@ -292,14 +302,14 @@ impl Poller {
                 return;
             }
             if tries == 1 {
-                say(&format!(
+                warn(&format!(
                     "cannot complete command {id} ({e}); trying again, up to {COMPLETE_TRIES} tries"
                 ));
             }
             tokio::select! {
                 _ = tokio::time::sleep(jitter(wait, 20)) => {}
                 _ = stop.cancelled() => {
-                    say(&format!("stopping: the result of command {id} is not delivered"));
+                    error(&format!("stopping: the result of command {id} is not delivered"));
                     return;
                 }
             }
@@ -417,13 +427,13 @@ impl Poller {
         {
             // Gone, taken elsewhere, or the node unknown: not ours to run.
             Err(e @ Failure::Status(401 | 404 | 409, _)) => {
-                say(&format!("command {id} cannot be started ({e}); skipped"));
+                warn(&format!("command {id} cannot be started ({e}); skipped"));
                 if let Failure::Status(401, _) = e {
                     self.forget(node);
                 }
                 return None;
             }
-            Err(e) => say(&format!(
+            Err(e) => warn(&format!(
                 "command {id}: start not acknowledged ({e}); running it anyway"
             )),
             Ok(_) => {}
@@ -529,7 +539,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             Err(trouble) => {
                 let (Trouble::Unregistered(why) | Trouble::Other(why)) = &trouble;
                 if *why != told {
-                    say(&match trouble {
+                    warn(&match trouble {
                         Trouble::Unregistered(_) => format!(
                             "the service no longer knows this node ({why}); registering again"
                         ),
@@ -556,7 +566,7 @@ pub async fn serve(options: Options, tools: Arc<Tools>, stop: CancellationToken)
             .await
         {
             Ok(_) => say(&format!("node {node} disconnected")),
-            Err(e) => say(&format!("disconnect failed: {e}")),
+            Err(e) => warn(&format!("disconnect failed: {e}")),
         }
     }
     crate::shared::log::flush_log();
