@@ -194,10 +194,10 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
 }
 
 /// An ELF executable's bytes, read as far as these tests need.
-#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+#[cfg(target_os = "linux")]
 struct Elf(Vec<u8>);
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+#[cfg(target_os = "linux")]
 impl Elf {
     fn read(path: &str) -> Self {
         let bytes = std::fs::read(path).unwrap();
@@ -214,6 +214,7 @@ impl Elf {
         u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap()) as usize
     }
     /// (type, file offset, file size) of each program header.
+    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
     fn segments(&self) -> Vec<(u32, usize, usize)> {
         let (at, size, count) = (self.u64_at(32), self.u16_at(54), self.u16_at(56));
         (0..count as usize)
@@ -222,6 +223,7 @@ impl Elf {
             .collect()
     }
     /// The tags of the dynamic section, up to its end (`DT_NULL`).
+    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
     fn dynamic_tags(&self) -> Vec<usize> {
         const PT_DYNAMIC: u32 = 2;
         self.segments()
@@ -231,6 +233,64 @@ impl Elf {
             .map(|entry| self.u64_at(entry))
             .take_while(|&tag| tag != 0)
             .collect()
+    }
+    /// The names of the functions and data the link kept (its symbol
+    /// table; not the input files' names, which stay for files whose
+    /// every section was dropped).
+    fn symbols(&self) -> Vec<&str> {
+        const SHT_SYMTAB: u32 = 2;
+        const STT_OBJECT: u8 = 1;
+        const STT_FUNC: u8 = 2;
+        let (at, size, count) = (self.u64_at(40), self.u16_at(58), self.u16_at(60));
+        let header = |i: usize| at + i * size as usize;
+        let Some(symtab) = (0..count as usize)
+            .map(header)
+            .find(|&h| self.u32_at(h + 4) == SHT_SYMTAB)
+        else {
+            return Vec::new();
+        };
+        let strtab = self.u64_at(header(self.u32_at(symtab + 40) as usize) + 24);
+        let (from, len) = (self.u64_at(symtab + 24), self.u64_at(symtab + 32));
+        (from..from + len)
+            .step_by(24)
+            .filter(|&sym| matches!(self.0[sym + 4] & 0xf, STT_OBJECT | STT_FUNC))
+            .filter(|&sym| self.u16_at(sym + 6) != 0) // defined here
+            .filter_map(|sym| {
+                let name = &self.0[strtab + self.u32_at(sym) as usize..];
+                let end = name.iter().position(|&b| b == 0)?;
+                std::str::from_utf8(&name[..end]).ok()
+            })
+            .collect()
+    }
+}
+
+/// The gateway client is not linked into the front: its symbols, and
+/// those of the WebSocket and TLS crates it is built on, are in the full
+/// program and not in the front. A front that called into it (ran a call
+/// through the gateway itself, say) would link it all, and start slower.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_gateway_client_is_not_linked_into_the_front() {
+    // The client's module and its two crates (the links' too), as they
+    // appear in mangled names (legacy and v0 alike).
+    const CLIENT: [&str; 3] = ["7gateway6client", "tungstenite", "rustls"];
+    let full = Elf::read(FULL);
+    let front = Elf::read(ROUTER);
+    let (full, front) = (full.symbols(), front.symbols());
+    for part in CLIENT {
+        assert!(
+            full.iter().any(|name| name.contains(part)),
+            "no `{part}` among {FULL}'s symbols: the test builds are stripped, \
+             or the gateway client moved (update this test)"
+        );
+        let linked: Vec<_> = front.iter().filter(|name| name.contains(part)).collect();
+        assert!(
+            linked.is_empty(),
+            "the front links the gateway client ({} symbols with `{part}`, such as {:?}): \
+             a call through the gateway belongs to clawbot_router-full",
+            linked.len(),
+            &linked[..linked.len().min(3)]
+        );
     }
 }
 
