@@ -13,12 +13,12 @@ use common::{FAKE, ROUTER, router, router_with, run};
 
 const FULL: &str = env!("CARGO_BIN_EXE_clawbot_router-full");
 
-/// What `cmd` runs as once `ready(pid)` holds (within 10 s): the target of
-/// `/proc/PID/exe`. The process is then stopped as a host stops it —
+/// What `look(pid)` sees once `ready(pid)` holds (within 10 s) for the
+/// process `cmd` starts. The process is then stopped as a host stops it —
 /// SIGTERM, on which the router stops its own tree — and reaped, so no
 /// openclaw stand-in outlives the test.
 #[cfg(target_os = "linux")]
-fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::PathBuf {
+fn while_running<T>(cmd: &mut Command, ready: impl Fn(u32) -> bool, look: impl Fn(u32) -> T) -> T {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -30,18 +30,27 @@ fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::Pa
     while !ready(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs");
+    let seen = look(pid);
     // SAFETY: our own child, not yet reaped.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let stopped = Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > stopped {
             let _ = child.kill();
-            panic!("{pid} ({exe:?}) ignored SIGTERM");
+            panic!("{pid} ignored SIGTERM");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    exe
+    seen
+}
+
+/// What `cmd` runs as once `ready(pid)` holds: the target of
+/// `/proc/PID/exe`.
+#[cfg(target_os = "linux")]
+fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::PathBuf {
+    while_running(cmd, ready, |pid| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs")
+    })
 }
 
 /// `pid` has started a child: a call is under way (openclaw runs).
@@ -190,6 +199,80 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
         node.stderr.contains("clawbot_router-full") && node.stderr.contains("cargo install"),
         "{}",
         node.stderr
+    );
+}
+
+// The front's C `main` (src/main.rs, `front_from_c_main` in lib.rs) skips
+// std's start-up and does by hand the part of it a router needs. Each
+// test below fails when one piece of that stops being done.
+
+/// A standard stream the caller closed is reopened on /dev/null: else the
+/// router's first descriptor (its event loop, a pipe to openclaw) would
+/// take its number, and openclaw or a write to stderr would reach it.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_closed_standard_stream_is_reopened_on_dev_null() {
+    use std::os::unix::process::CommandExt;
+    let mut call = router_with("sleep", &["--sleep", "30"]);
+    call.args(["-m", "hi"]);
+    // SAFETY: close is async-signal-safe.
+    unsafe {
+        call.pre_exec(|| {
+            libc::close(0);
+            libc::close(2);
+            Ok(())
+        })
+    };
+    let streams = while_running(&mut call, has_a_child, |pid| {
+        [0, 2].map(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok())
+    });
+    let null = Some(std::path::PathBuf::from("/dev/null"));
+    assert_eq!(streams, [null.clone(), null], "stdin and stderr");
+}
+
+/// A reader that went away makes writing the answer an error, not death
+/// by SIGPIPE (std's `Command` starts the router with SIGPIPE's default
+/// action, as a shell does).
+#[test]
+fn a_closed_stdout_does_not_kill_the_router() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = router_with("echo", &[])
+        .args(["-m", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), None, "{status}");
+}
+
+/// A panic ends the front with std's status 101, after unwinding (which
+/// stops a running tree), and says why on stderr; not an abort at the C
+/// boundary. One descriptor short of an event loop is such a panic.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_panic_in_the_front_exits_101_with_its_message() {
+    use std::os::unix::process::CommandExt;
+    let mut call = router_with("echo", &[]);
+    call.args(["-m", "hi"]);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        call.pre_exec(|| {
+            let three = libc::rlimit {
+                rlim_cur: 3,
+                rlim_max: 3,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &three);
+            Ok(())
+        })
+    };
+    let panicked = run(&mut call);
+    assert_eq!(panicked.code, Some(101), "{}", panicked.stderr);
+    assert!(
+        panicked.stderr.contains("cannot start the async runtime"),
+        "{}",
+        panicked.stderr
     );
 }
 
