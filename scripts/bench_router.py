@@ -22,6 +22,7 @@ Prints figures only; it asserts nothing (machines here are noisy).
 """
 import argparse
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -56,12 +57,14 @@ def overhead(runs, baselines=()):
     argv = [FAKE, "agent", "--agent", "main", "--message", "hi"]
     direct, routed, gnu = [], [], []
     before = [[] for _ in baselines]
-    for _ in range(runs):  # interleaved, so drift hits all sides alike
-        direct.append(timed(argv))
-        routed.append(timed([ROUTER, "-m", "hi"], env=env))
-        gnu.append(timed(["timeout", "60"] + argv))
-        for times, (_, path) in zip(before, baselines):
-            times.append(timed([path, "-m", "hi"], env=env))
+    sides = [(direct, argv, None), (routed, [ROUTER, "-m", "hi"], env),
+             (gnu, ["timeout", "60"] + argv, None)]
+    sides += [(times, [path, "-m", "hi"], env) for times, (_, path) in zip(before, baselines)]
+    order = random.Random(1)
+    for _ in range(runs):  # interleaved, so drift hits all sides alike, and
+        order.shuffle(sides)  # in a new order each round: none gains by its place
+        for times, command, command_env in sides:
+            times.append(timed(command, env=command_env))
     d, r, g = (statistics.median(x) for x in (direct, routed, gnu))
     print(f"overhead: direct {d*1e3:.2f} ms, via router {r*1e3:.2f} ms, "
           f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added, below GNU timeout; "
