@@ -4,9 +4,10 @@
 Usage: cargo build --release && python3 scripts/bench_router.py [--runs N]
 
 1. overhead: the router wrapping fake-openclaw vs running the fake directly
-   (target: <= 1 ms added), beside GNU timeout doing the same; with
-   --baseline PATH, an older router binary too, in the same interleaved
-   runs (before/after).
+   (target: <= 1 ms added, below GNU timeout), beside GNU timeout doing
+   the same; with --baseline PATH (repeatable), other router binaries too,
+   each with the clawbot_router-full beside it, in the same interleaved
+   runs (before/after, or one build per variant).
 2. merged capture throughput: 1 GiB alternating stdout/stderr through the
    router vs `fake 2>&1 | cat > /dev/null` (target >= 0.8x), and the
    router's peak RSS meanwhile (target <= 16 MB).
@@ -16,10 +17,12 @@ Usage: cargo build --release && python3 scripts/bench_router.py [--runs N]
 4. killed outright: SIGKILL of the router -> every process of its tree gone
    (a 3-level tree whose lower levels ignore SIGTERM, and a child that left
    the group with setsid), this build beside --baseline (target <= 1 s).
+--only 1 runs item 1 alone.
 Prints figures only; it asserts nothing (machines here are noisy).
 """
 import argparse
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -48,24 +51,29 @@ def env_with(**kv):
     return env
 
 
-def overhead(runs, baseline=None, baseline_name=None):
+def overhead(runs, baselines=()):
+    """`baselines`: (name, path) pairs, timed in the same interleaved runs."""
     env = env_with(OPENCLAW_BIN=FAKE)
     argv = [FAKE, "agent", "--agent", "main", "--message", "hi"]
-    direct, routed, gnu, before = [], [], [], []
-    for _ in range(runs):  # interleaved, so drift hits all sides alike
-        direct.append(timed(argv))
-        routed.append(timed([ROUTER, "-m", "hi"], env=env))
-        gnu.append(timed(["timeout", "60"] + argv))
-        if baseline:
-            before.append(timed([baseline, "-m", "hi"], env=env))
+    direct, routed, gnu = [], [], []
+    before = [[] for _ in baselines]
+    sides = [(direct, argv, None), (routed, [ROUTER, "-m", "hi"], env),
+             (gnu, ["timeout", "60"] + argv, None)]
+    sides += [(times, [path, "-m", "hi"], env) for times, (_, path) in zip(before, baselines)]
+    order = random.Random(1)
+    for _ in range(runs):  # interleaved, so drift hits all sides alike, and
+        order.shuffle(sides)  # in a new order each round: none gains by its place
+        for times, command, command_env in sides:
+            times.append(timed(command, env=command_env))
     d, r, g = (statistics.median(x) for x in (direct, routed, gnu))
     print(f"overhead: direct {d*1e3:.2f} ms, via router {r*1e3:.2f} ms, "
-          f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added; "
-          f"for scale, GNU timeout adds {(g-d)*1e3:.2f} ms")
-    if baseline:
-        b = statistics.median(before)
-        print(f"overhead before/after: {baseline_name} adds {(b-d)*1e3:.2f} ms, this build "
-              f"{(r-d)*1e3:.2f} ms, GNU timeout {(g-d)*1e3:.2f} ms (same {runs} interleaved runs)")
+          f"added {(r-d)*1e3:.2f} ms (ratio {r/d:.2f}x)  target <= 1 ms added, below GNU timeout; "
+          f"GNU timeout adds {(g-d)*1e3:.2f} ms")
+    if baselines:
+        others = ", ".join(f"{name} {(statistics.median(t)-d)*1e3:.2f} ms"
+                           for t, (name, _) in zip(before, baselines))
+        print(f"overhead side by side (added over direct): this build {(r-d)*1e3:.2f} ms, {others}, "
+              f"GNU timeout {(g-d)*1e3:.2f} ms (same {runs} interleaved runs)")
     node = node_binary()
     if node:
         wrapper = os.path.join(ROOT, "scripts", "bench", "node_wrapper.js")
@@ -163,8 +171,8 @@ def outright(router, runs, give_up=5.0):
     return done, len(times) - len(done)
 
 
-def killed_outright(runs, baseline):
-    for name, router in [("this build", ROUTER)] + ([("baseline", baseline)] if baseline else []):
+def killed_outright(runs, baselines):
+    for name, router in [("this build", ROUTER)] + list(baselines):
         done, stuck = outright(router, runs)
         figures = (f"median {statistics.median(done)*1e3:.0f} ms, max {max(done)*1e3:.0f} ms"
                    if done else "no tree ever went")
@@ -176,11 +184,13 @@ def installed(path, into):
     """A copy of `path`, as `cargo install` makes one: the linker writes its
     output out of order, and the page cache then holds it in small pieces,
     which costs an executable that starts ~0.1-0.3 ms more per run than the
-    same bytes written in one go."""
-    if path is None:
-        return None
+    same bytes written in one go. The clawbot_router-full beside it, if
+    any, comes too: the front hands over to it."""
     copy = os.path.join(into, os.path.basename(path))
     shutil.copy2(path, copy)
+    full = os.path.join(os.path.dirname(path), "clawbot_router-full")
+    if os.path.basename(path) == "clawbot_router" and os.access(full, os.X_OK):
+        shutil.copy2(full, os.path.join(into, "clawbot_router-full"))
     return copy
 
 
@@ -188,7 +198,9 @@ def main():
     global ROUTER, FAKE
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--baseline", help="an older clawbot_router binary to time beside this one (item 1)")
+    ap.add_argument("--baseline", action="append", default=[],
+                    help="another clawbot_router binary to time beside this one (items 1 and 13); repeatable")
+    ap.add_argument("--only", choices=["1"], help="run item 1 (overhead) alone")
     args = ap.parse_args()
     for path in (ROUTER, FULL, FAKE):
         if not os.access(path, os.X_OK):
@@ -197,18 +209,19 @@ def main():
     try:
         # The front hands non-CLI calls to clawbot_router-full beside it.
         ROUTER, FAKE = installed(ROUTER, scratch), installed(FAKE, scratch)
-        installed(FULL, scratch)
-        baseline = installed(args.baseline, tempfile.mkdtemp(dir=scratch))
-        run_all(args, baseline)
+        baselines = [(path, installed(path, tempfile.mkdtemp(dir=scratch))) for path in args.baseline]
+        run_all(args, baselines)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_all(args, baseline):
-    overhead(max(args.runs * 10, 50), baseline, args.baseline)
+def run_all(args, baselines):
+    overhead(max(args.runs * 10, 50), baselines)
+    if args.only:
+        return
     throughput(args.runs)
     kill_latency(args.runs)
-    killed_outright(args.runs, baseline)
+    killed_outright(args.runs, baselines)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ use common::{FAKE, ROUTER, router, router_with, run};
 
 const FULL: &str = env!("CARGO_BIN_EXE_clawbot_router-full");
 
-/// What `cmd` runs as once `ready(pid)` holds (within 10 s): the target of
-/// `/proc/PID/exe`. The process is then stopped as a host stops it —
+/// What `look(pid)` sees once `ready(pid)` holds (within 10 s) for the
+/// process `cmd` starts. The process is then stopped as a host stops it —
 /// SIGTERM, on which the router stops its own tree — and reaped, so no
 /// openclaw stand-in outlives the test.
 #[cfg(target_os = "linux")]
-fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::PathBuf {
+fn while_running<T>(cmd: &mut Command, ready: impl Fn(u32) -> bool, look: impl Fn(u32) -> T) -> T {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -30,18 +30,27 @@ fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::Pa
     while !ready(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs");
+    let seen = look(pid);
     // SAFETY: our own child, not yet reaped.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let stopped = Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > stopped {
             let _ = child.kill();
-            panic!("{pid} ({exe:?}) ignored SIGTERM");
+            panic!("{pid} ignored SIGTERM");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    exe
+    seen
+}
+
+/// What `cmd` runs as once `ready(pid)` holds: the target of
+/// `/proc/PID/exe`.
+#[cfg(target_os = "linux")]
+fn program_once(cmd: &mut Command, ready: impl Fn(u32) -> bool) -> std::path::PathBuf {
+    while_running(cmd, ready, |pid| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).expect("the process runs")
+    })
 }
 
 /// `pid` has started a child: a call is under way (openclaw runs).
@@ -201,38 +210,205 @@ fn without_the_full_program_calls_still_run_and_the_rest_says_what_is_missing() 
     );
 }
 
-/// On x86_64 Linux the front is a static PIE (scripts/link-front.sh): no
-/// program interpreter, still position-independent, still full RELRO. A
-/// Rust release that changes the link line falls back to a dynamic link,
-/// which still works but is slower; this says so.
+// The front's C `main` (src/main.rs, `front_from_c_main` in lib.rs) skips
+// std's start-up and does by hand the part of it a router needs. Each
+// test below fails when one piece of that stops being done.
+
+/// A standard stream the caller closed is reopened on /dev/null: else the
+/// router's first descriptor (its event loop, a pipe to openclaw) would
+/// take its number, and openclaw or a write to stderr would reach it.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_closed_standard_stream_is_reopened_on_dev_null() {
+    use std::os::unix::process::CommandExt;
+    let mut call = router_with("sleep", &["--sleep", "30"]);
+    call.args(["-m", "hi"]);
+    // SAFETY: close is async-signal-safe.
+    unsafe {
+        call.pre_exec(|| {
+            libc::close(0);
+            libc::close(2);
+            Ok(())
+        })
+    };
+    let streams = while_running(&mut call, has_a_child, |pid| {
+        [0, 2].map(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok())
+    });
+    let null = Some(std::path::PathBuf::from("/dev/null"));
+    assert_eq!(streams, [null.clone(), null], "stdin and stderr");
+}
+
+/// A reader that went away makes writing the answer an error, not death
+/// by SIGPIPE (std's `Command` starts the router with SIGPIPE's default
+/// action, as a shell does).
+#[test]
+fn a_closed_stdout_does_not_kill_the_router() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = router_with("echo", &[])
+        .args(["-m", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), None, "{status}");
+}
+
+/// A panic ends the front with std's status 101, after unwinding (which
+/// stops a running tree), and says why on stderr; not an abort at the C
+/// boundary. One descriptor short of an event loop is such a panic.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_panic_in_the_front_exits_101_with_its_message() {
+    use std::os::unix::process::CommandExt;
+    let mut call = router_with("echo", &[]);
+    call.args(["-m", "hi"]);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        call.pre_exec(|| {
+            let three = libc::rlimit {
+                rlim_cur: 3,
+                rlim_max: 3,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &three);
+            Ok(())
+        })
+    };
+    let panicked = run(&mut call);
+    assert_eq!(panicked.code, Some(101), "{}", panicked.stderr);
+    assert!(
+        panicked.stderr.contains("cannot start the async runtime"),
+        "{}",
+        panicked.stderr
+    );
+}
+
+/// An ELF executable's bytes, read as far as these tests need.
+#[cfg(target_os = "linux")]
+struct Elf(Vec<u8>);
+
+#[cfg(target_os = "linux")]
+impl Elf {
+    fn read(path: &str) -> Self {
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(&bytes[..5], b"\x7fELF\x02", "{path}: a 64-bit ELF file");
+        Elf(bytes)
+    }
+    fn u16_at(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.0[at..at + 2].try_into().unwrap())
+    }
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
+    }
+    fn u64_at(&self, at: usize) -> usize {
+        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap()) as usize
+    }
+    /// (type, file offset, file size) of each program header.
+    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+    fn segments(&self) -> Vec<(u32, usize, usize)> {
+        let (at, size, count) = (self.u64_at(32), self.u16_at(54), self.u16_at(56));
+        (0..count as usize)
+            .map(|i| at + i * size as usize)
+            .map(|h| (self.u32_at(h), self.u64_at(h + 8), self.u64_at(h + 32)))
+            .collect()
+    }
+    /// The tags of the dynamic section, up to its end (`DT_NULL`).
+    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+    fn dynamic_tags(&self) -> Vec<usize> {
+        const PT_DYNAMIC: u32 = 2;
+        self.segments()
+            .into_iter()
+            .filter(|&(kind, ..)| kind == PT_DYNAMIC)
+            .flat_map(|(_, at, size)| (at..at + size).step_by(16))
+            .map(|entry| self.u64_at(entry))
+            .take_while(|&tag| tag != 0)
+            .collect()
+    }
+    /// The names of the functions and data the link kept (its symbol
+    /// table; not the input files' names, which stay for files whose
+    /// every section was dropped).
+    fn symbols(&self) -> Vec<&str> {
+        const SHT_SYMTAB: u32 = 2;
+        const STT_OBJECT: u8 = 1;
+        const STT_FUNC: u8 = 2;
+        let (at, size, count) = (self.u64_at(40), self.u16_at(58), self.u16_at(60));
+        let header = |i: usize| at + i * size as usize;
+        let Some(symtab) = (0..count as usize)
+            .map(header)
+            .find(|&h| self.u32_at(h + 4) == SHT_SYMTAB)
+        else {
+            return Vec::new();
+        };
+        let strtab = self.u64_at(header(self.u32_at(symtab + 40) as usize) + 24);
+        let (from, len) = (self.u64_at(symtab + 24), self.u64_at(symtab + 32));
+        (from..from + len)
+            .step_by(24)
+            .filter(|&sym| matches!(self.0[sym + 4] & 0xf, STT_OBJECT | STT_FUNC))
+            .filter(|&sym| self.u16_at(sym + 6) != 0) // defined here
+            .filter_map(|sym| {
+                let name = &self.0[strtab + self.u32_at(sym) as usize..];
+                let end = name.iter().position(|&b| b == 0)?;
+                std::str::from_utf8(&name[..end]).ok()
+            })
+            .collect()
+    }
+}
+
+/// The gateway client is not linked into the front: its symbols, and
+/// those of the WebSocket and TLS crates it is built on, are in the full
+/// program and not in the front. A front that called into it (ran a call
+/// through the gateway itself, say) would link it all, and start slower.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_gateway_client_is_not_linked_into_the_front() {
+    // The client's module and its two crates (the links' too), as they
+    // appear in mangled names (legacy and v0 alike).
+    const CLIENT: [&str; 3] = ["7gateway6client", "tungstenite", "rustls"];
+    let full = Elf::read(FULL);
+    let front = Elf::read(ROUTER);
+    let (full, front) = (full.symbols(), front.symbols());
+    for part in CLIENT {
+        assert!(
+            full.iter().any(|name| name.contains(part)),
+            "no `{part}` among {FULL}'s symbols: the test builds are stripped, \
+             or the gateway client moved (update this test)"
+        );
+        let linked: Vec<_> = front.iter().filter(|name| name.contains(part)).collect();
+        assert!(
+            linked.is_empty(),
+            "the front links the gateway client ({} symbols with `{part}`, such as {:?}): \
+             a call through the gateway belongs to clawbot_router-full",
+            linked.len(),
+            &linked[..linked.len().min(3)]
+        );
+    }
+}
+
+/// On x86_64 Linux with glibc the front is a static PIE (build.rs): no
+/// program interpreter and no shared library, still position-independent,
+/// still full RELRO. A Rust release that names another library, or a
+/// machine without a static glibc, gives a dynamic front, which works but
+/// starts slower: this fails then.
 #[test]
 #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
 fn the_front_is_a_static_pie() {
-    // Where a static link cannot be made (no libc.a) or another linker was
-    // chosen, the fallback is the plain link, by design: not a failure.
-    if !Path::new("/usr/lib/x86_64-linux-gnu/libc.a").exists()
-        || std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
-    {
-        eprintln!("no static glibc or another linker: the front is linked dynamically");
-        return;
-    }
-    let elf = std::fs::read(ROUTER).unwrap();
-    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
-    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
-    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
-    assert_eq!(&elf[..4], b"\x7fELF");
+    let elf = Elf::read(ROUTER);
     const ET_DYN: u16 = 3;
-    assert_eq!(u16_at(16), ET_DYN, "position-independent (ASLR)");
-    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
-    let types: Vec<u32> = (0..phnum as usize)
-        .map(|i| u32_at(phoff + i * phentsize))
-        .collect();
+    assert_eq!(elf.u16_at(16), ET_DYN, "position-independent (ASLR)");
+    let types: Vec<u32> = elf.segments().into_iter().map(|(kind, ..)| kind).collect();
     const PT_INTERP: u32 = 3;
     const PT_GNU_RELRO: u32 = 0x6474_e552;
     assert!(
         !types.contains(&PT_INTERP),
-        "{ROUTER} asks for a dynamic loader: scripts/link-front.sh fell back to a dynamic link \
-         (see its comment; `cargo build -vv` shows the link line)"
+        "{ROUTER} asks for a dynamic loader: build.rs did not make it static \
+         (its warning says why, e.g. no libc.a: install libc6-dev)"
+    );
+    const DT_NEEDED: usize = 1;
+    assert!(
+        !elf.dynamic_tags().contains(&DT_NEEDED),
+        "{ROUTER} names a shared library but has no loader to load it: \
+         rustc linked a library build.rs does not know (`cargo build -vv` shows the link line)"
     );
     assert!(types.contains(&PT_GNU_RELRO), "RELRO kept");
 }
