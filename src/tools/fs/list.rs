@@ -6,6 +6,7 @@
 //! directory it starts from.
 
 use std::fs;
+use std::ops::ControlFlow;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

@@ -17,16 +17,21 @@ mod search;
 mod walk;
 mod write;
 
-pub use list::{ListFiles, list_files};
-pub use read::{ReadFile, read_file};
-pub use search::{SearchFiles, search_files};
+pub use list::list_files;
+pub use read::read_file;
+pub use search::search_files;
 pub use write::{WriteFile, write_file};
 
 #[cfg(test)]
 mod tests {
+    use super::list::ListFiles;
+    use super::read::ReadFile;
+    use super::search::{SEARCH_MAX_FILE_BYTES, SEARCH_MAX_LINE_CHARS, SearchFiles};
     use super::*;
     use crate::tools::ToolError;
     use crate::tools::sandbox::Workspace;
+    use serde_json::{Value, json};
+    use std::fs::{self, Permissions};
     use tempfile::TempDir;
 
     fn setup() -> (TempDir, Workspace) {

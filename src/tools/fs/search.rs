@@ -5,7 +5,6 @@
 //! (every walk is [`super::walk::Walk`]).
 
 use std::fs;
-use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -19,9 +18,9 @@ use super::read::{looks_binary, read_capped};
 use super::walk::{Kind, Walk, resolve_dir};
 
 /// Content search reads whole files; bigger ones are rarely what an agent means.
-const SEARCH_MAX_FILE_BYTES: usize = 1024 * 1024;
+pub(super) const SEARCH_MAX_FILE_BYTES: usize = 1024 * 1024;
 /// Enough of a matching line to judge it without flooding the agent's context.
-const SEARCH_MAX_LINE_CHARS: usize = 300;
+pub(super) const SEARCH_MAX_LINE_CHARS: usize = 300;
 /// Build output, vendored packages and VCS internals drown real matches.
 const SEARCH_SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target"];
 

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::tools::ToolError;
 use crate::tools::sandbox::Workspace;
