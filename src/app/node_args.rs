@@ -131,11 +131,7 @@ pub(super) fn setup_code(
 }
 
 pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
-    let state_dir = args
-        .hands
-        .state_dir
-        .clone()
-        .unwrap_or_else(crate::shared::paths::default_state_dir);
+    let (state_dir, workspace) = crate::links::places(&args.hands);
     let file = match &args.env_file {
         Some(path) => node::service::read_env_file(path)?,
         None => Vec::new(),
@@ -164,7 +160,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,
-        workspace: args.hands.workspace.unwrap_or_else(|| ".".into()),
+        workspace,
         approval: args.hands.approval,
         allow: args.hands.allow,
         deny: args.hands.deny,

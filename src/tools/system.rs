@@ -79,7 +79,7 @@ pub async fn system_info(workspace: &Path) -> Value {
         "shell": env("SHELL").or_else(|| env("COMSPEC")),
         "path": env("PATH"),
         "home": env("HOME").or_else(|| env("USERPROFILE")),
-        "user": env("USER").or_else(|| env("USERNAME")),
+        "user": user(),
         "cpuCount": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "workspace": workspace,
         "openclaw": openclaw,
@@ -316,6 +316,61 @@ pub fn hostname() -> Option<String> {
     }
 }
 
+/// The user this process runs as. A service (systemd, launchd, a
+/// container) often has no `USER` in its environment — that is why this
+/// asks the system for the effective uid's name first. Falls back to the
+/// environment's `USER`, `LOGNAME` or `USERNAME`, then to `uid N` (a user
+/// the password database does not know); `None` only where none exists.
+pub fn user() -> Option<String> {
+    #[cfg(unix)]
+    let (name, uid) = {
+        // SAFETY: geteuid cannot fail and touches no memory of ours.
+        let uid = unsafe { libc::geteuid() };
+        (passwd_name(uid), Some(u64::from(uid)))
+    };
+    #[cfg(not(unix))]
+    let (name, uid) = (None, None);
+    pick_user(name, |k| std::env::var(k).ok(), uid)
+}
+
+fn pick_user(
+    name: Option<String>,
+    env: impl Fn(&str) -> Option<String>,
+    uid: Option<u64>,
+) -> Option<String> {
+    let named = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+    named(name)
+        .or_else(|| named(env("USER")))
+        .or_else(|| named(env("LOGNAME")))
+        .or_else(|| named(env("USERNAME")))
+        .or_else(|| uid.map(|u| format!("uid {u}")))
+}
+
+#[cfg(unix)]
+fn passwd_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to memory we own, sized as passed; on
+    // success `found` points at `entry`, whose strings live in `buf`.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 fn kernel_release() -> Option<String> {
     #[cfg(target_os = "linux")]
     {
@@ -326,5 +381,52 @@ fn kernel_release() -> Option<String> {
     #[cfg(not(target_os = "linux"))]
     {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_s_name_wins_over_the_environment() {
+        let env = |_: &str| Some("stale".to_owned());
+        assert_eq!(
+            pick_user(Some("alice".into()), env, Some(1000)).as_deref(),
+            Some("alice")
+        );
+    }
+
+    #[test]
+    fn without_a_passwd_entry_the_environment_answers_in_order() {
+        let env = |k: &str| (k == "LOGNAME").then(|| "bob".to_owned());
+        assert_eq!(pick_user(None, env, Some(1000)).as_deref(), Some("bob"));
+        let empty_user = |k: &str| Some(if k == "USER" { " " } else { "carol" }.to_owned());
+        assert_eq!(pick_user(None, empty_user, None).as_deref(), Some("carol"));
+    }
+
+    #[test]
+    fn a_user_nobody_names_is_its_uid() {
+        assert_eq!(
+            pick_user(None, |_| None, Some(4242)).as_deref(),
+            Some("uid 4242")
+        );
+        assert_eq!(pick_user(None, |_| None, None), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_user_is_who_this_process_runs_as_even_without_user_set() {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", "id -un"])
+            .env_remove("USER")
+            .env_remove("LOGNAME")
+            .output()
+            .unwrap();
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        // SAFETY: geteuid cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        assert_eq!(passwd_name(uid).as_deref(), Some(id.as_str()));
+        assert_eq!(user().as_deref(), Some(id.as_str()));
     }
 }

@@ -659,7 +659,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
     {
         return usage("--conversation is 1 to 256 printable characters");
     }
-    let (tools, _) = match super::hands(&args.hands, "The General Agent Service") {
+    let (tools, _) = match super::link_tools(&args.hands, "The General Agent Service") {
         Ok(hands) => hands,
         Err(why) => return usage(&why),
     };

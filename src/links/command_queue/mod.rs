@@ -593,7 +593,7 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         Ok(key) => key,
         Err(why) => return usage(why),
     };
-    let (tools, _) = match super::hands(&args.hands, "The cloud command queue") {
+    let (tools, _) = match super::link_tools(&args.hands, "The cloud command queue") {
         Ok(hands) => hands,
         Err(why) => return usage(why),
     };

@@ -16,58 +16,25 @@
 //!
 //! The built-in rules are a guard rail against an agent's obvious
 //! mistakes, not a sandbox: a shell script can always hide what it runs.
+//!
+//! This file holds that order (`settle`) and who decides what no rule
+//! settles (the terminal, the gateway's operators); `call` the values it
+//! speaks in, `lists` the two lists' matching, `always` the remembered
+//! answers. Must never run what it decides about.
 
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+mod always;
+mod call;
+mod lists;
+
+use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use always::{Always, Remembered};
+use lists::Lists;
 
-use crate::shared::paths::write_private;
+pub use call::{Call, Decision, Exec, Gate, Mode, Risk, Stance};
+
 use crate::ui::{Answer, Prompter};
-
-const APPROVALS_FILE: &str = "approvals.json";
-
-/// Risk class of a command (seed 003's airlock levels 0 and 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Risk {
-    /// Reads: auto-execute.
-    Safe,
-    /// Writes and execution: need approval.
-    Risky,
-}
-
-/// What the remote side says about a call's risk (seed 001's `risk`, seed
-/// 003's airlock level). It can only make our own class stricter: the
-/// desktop is the final authority.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Gate {
-    /// Our own class decides (the node, the bridge).
-    #[default]
-    Ours,
-    /// At least risky: a read runs only as a write would.
-    Risky,
-    /// The user trusts this source with risky calls that run no program
-    /// (seed 003's headless mode for airlock levels 0 and 1): a write runs
-    /// unasked; a program still goes through the policy.
-    Headless,
-    /// A human, every time (seed 003's airlock level 2): no pre-approval,
-    /// no remembered "always", no `--approval allow` stands in.
-    Human,
-}
-
-/// `--approval`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// A human decides: on the terminal when stdin and stderr are one,
-    /// otherwise through the gateway (an exec approval an operator resolves).
-    Ask,
-    /// A human decides, always through the gateway.
-    Gateway,
-    Deny,
-    Allow,
-}
 
 /// A call's decision before anyone is asked, or that a human must decide.
 enum Settled {
@@ -75,93 +42,12 @@ enum Settled {
     Human,
 }
 
-/// How `system.run.prepare` describes this node's exec policy to the
-/// gateway, which decides from it whether to raise an approval first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stance {
-    /// Nothing for the gateway to ask (we allow, or ask on our terminal).
-    Open,
-    /// The gateway must ask a human for what the allowlist does not cover.
-    Approvals,
-    /// Exec is refused here.
-    Closed,
-}
-
-/// One call as the policy sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
-    pub command: String,
-    pub risk: Risk,
-    /// What the user is shown: the command and its arguments, one line.
-    pub summary: String,
-    /// Set for calls that run a program: what "allow always" binds to.
-    pub exec: Option<Exec>,
-    /// The agent the gateway names for it, if any: its own allowlist in
-    /// the exec-approvals document applies (none named: only `"*"`'s, and
-    /// every agent's restrictions).
-    pub agent: Option<String>,
-    /// A tool another program serves (`SERVER.TOOL`): what `SERVER.*`
-    /// names, and nothing else does.
-    pub upstream: bool,
-    /// It runs a script: a gateway's `allow-always` of it is spent as
-    /// `allow-once` (as OpenClaw offers only `allow-once` for a plan with a
-    /// mutable file operand), since an allowlist entry would cover the
-    /// script whatever it holds later.
-    pub one_shot: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Exec {
-    pub executable: PathBuf,
-    pub argv: Vec<String>,
-    /// Where it runs and what it adds to the environment: part of what the
-    /// user approves, so part of what "allow always" remembers.
-    #[serde(default)]
-    pub cwd: PathBuf,
-    #[serde(default)]
-    pub env: Vec<(String, String)>,
-    /// The fingerprint of the files it runs and its directory (see
-    /// `binding.rs`): a remembered "always" covers those files only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound: Option<String>,
-}
-
-/// Why a call may run, or why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allowed(&'static str),
-    Refused { code: &'static str, message: String },
-}
-
-impl Decision {
-    /// A short label for the audit log.
-    pub fn label(&self) -> String {
-        match self {
-            Decision::Allowed(why) => format!("allowed:{why}"),
-            Decision::Refused { code, .. } => format!("refused:{code}"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Remembered {
-    command: String,
-    /// Who was answered "always" (none: OpenClaw, as before links
-    /// existed): one service's standing approval is not another's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    asker: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    exec: Option<Exec>,
-}
-
 pub struct Policy {
     mode: Mode,
-    allow: Vec<String>,
-    /// `--allow-command` names resolved on PATH, canonical.
-    allowed_programs: Vec<PathBuf>,
-    deny: Vec<String>,
-    approvals: PathBuf,
-    remembered: Mutex<Vec<Remembered>>,
+    /// `--allow-command` and `--deny-command`.
+    lists: Lists,
+    /// The answers a human gave for good.
+    always: Always,
     prompter: Option<Prompter>,
     /// OpenClaw's exec-approvals document, managed from the gateway.
     document: std::sync::Arc<super::approvals::Store>,
@@ -180,23 +66,10 @@ impl Policy {
         state_dir: &Path,
         prompter: Option<Prompter>,
     ) -> Self {
-        let approvals = state_dir.join(APPROVALS_FILE);
-        let remembered = std::fs::read(&approvals)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let allowed_programs = allow
-            .iter()
-            .filter_map(|name| which::which(name).ok())
-            .filter_map(|path| std::fs::canonicalize(path).ok())
-            .collect();
         Self {
             mode,
-            allow,
-            allowed_programs,
-            deny,
-            approvals,
-            remembered: Mutex::new(remembered),
+            lists: Lists::new(allow, deny),
+            always: Always::open(state_dir),
             prompter,
             document: std::sync::Arc::new(super::approvals::Store::open(state_dir)),
             asker: "OpenClaw".into(),
@@ -444,35 +317,12 @@ impl Policy {
         }
     }
 
-    /// The first name in `names` that is the command or its executable.
-    /// `--deny-command`: the command, or any word of its command line
-    /// (argv, a shell script's words, what follows `env`, `nice`, ...) —
-    /// a deny list that a wrapper could step around would be worthless.
     fn denied(&self, call: &Call) -> Option<&str> {
-        if self.deny.is_empty() {
-            return None;
-        }
-        let words = call.exec.as_ref().map(command_words).unwrap_or_default();
-        self.deny
-            .iter()
-            .find(|n| {
-                **n == call.command
-                    || words.iter().any(|w| w == *n)
-                    || whole_server(n, call).is_some_and(|s| call.command.starts_with(s))
-            })
-            .map(String::as_str)
+        self.lists.denied(call)
     }
 
-    /// `--allow-command`: the command, or exactly the program a name
-    /// resolved to on PATH when the node started (a `./vendor/ls` is not
-    /// the `ls` the user pre-approved).
     fn pre_approved(&self, call: &Call) -> bool {
-        self.allow.iter().any(|n| {
-            *n == call.command || whole_server(n, call).is_some_and(|s| call.command.starts_with(s))
-        }) || call
-            .exec
-            .as_ref()
-            .is_some_and(|e| self.allowed_programs.contains(&e.executable))
+        self.lists.pre_approved(call)
     }
 
     fn key(&self, call: &Call) -> Remembered {
@@ -486,33 +336,12 @@ impl Policy {
     }
 
     fn is_remembered(&self, call: &Call) -> bool {
-        let key = self.key(call);
-        self.remembered
-            .lock()
-            .map(|r| r.contains(&key))
-            .unwrap_or(false)
+        self.always.contains(&self.key(call))
     }
 
     fn remember(&self, call: &Call) {
-        let Ok(mut remembered) = self.remembered.lock() else {
-            return;
-        };
-        remembered.push(self.key(call));
-        if let Err(e) = save(&self.approvals, &remembered) {
-            eprintln!("[clawbot_router] cannot save the approval: {e}");
-        }
+        self.always.add(self.key(call));
     }
-}
-
-/// `SERVER.*` names every tool of a proxied server (`SERVER.`), and only
-/// those: never `system.run` or `fs.listDir`, whatever a server is called.
-fn whole_server<'a>(name: &'a str, call: &Call) -> Option<&'a str> {
-    name.strip_suffix('*')
-        .filter(|s| call.upstream && s.len() > 1 && s.ends_with('.'))
-}
-
-fn save(path: &Path, remembered: &[Remembered]) -> io::Result<()> {
-    write_private(path, &serde_json::to_vec_pretty(remembered)?)
 }
 
 fn rejected(message: &str) -> Decision {
@@ -522,20 +351,10 @@ fn rejected(message: &str) -> Decision {
     }
 }
 
-/// Every word that may name a program in `exec`: the executable's name,
-/// and every word of every command its command line runs, as a shell
-/// would read it (quotes undone, wrappers and nested shells looked through).
-fn command_words(exec: &Exec) -> Vec<String> {
-    let reading = super::forbidden::read(exec);
-    std::iter::once(exec.executable.to_string_lossy().into_owned())
-        .chain(reading.words().map(str::to_owned))
-        .map(|w| super::cmdline::base(&w).to_owned())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn exec_call(argv: &[&str]) -> Call {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
