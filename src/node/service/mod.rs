@@ -115,8 +115,9 @@ impl Scope {
     }
 }
 
-/// What the manager says about the service.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What the manager says about the service (`runtime` in the JSON reports).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Runtime {
     pub installed: bool,
     pub enabled: bool,
@@ -244,34 +245,8 @@ pub struct ServiceJson {
 /// What the manager and the node itself say, after a start or on status.
 #[derive(Debug, Serialize)]
 pub struct Settled {
-    pub runtime: RuntimeJson,
+    pub runtime: Runtime,
     pub node: Option<status::Status>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeJson {
-    pub installed: bool,
-    pub enabled: bool,
-    pub running: bool,
-    pub pid: Option<u32>,
-    pub state: String,
-    pub restarts: Option<u64>,
-    pub last_exit: Option<i32>,
-}
-
-impl From<&Runtime> for RuntimeJson {
-    fn from(r: &Runtime) -> Self {
-        Self {
-            installed: r.installed,
-            enabled: r.enabled,
-            running: r.running,
-            pid: r.pid,
-            state: r.state.clone(),
-            restarts: r.restarts,
-            last_exit: r.last_exit,
-        }
-    }
 }
 
 impl Report {
@@ -837,7 +812,7 @@ async fn settle(m: &impl Manager, state_dir: Option<&Path>) -> (Settled, String)
     let node = state_dir.and_then(|d| node_view(d, runtime.pid));
     let text = describe(&runtime, node.as_ref(), m);
     let settled = Settled {
-        runtime: RuntimeJson::from(&runtime),
+        runtime: runtime.clone(),
         node,
     };
     (settled, text)
@@ -882,7 +857,7 @@ async fn status_report(m: &impl Manager, installed: bool, state_dir: Option<&Pat
                 unavailable_reason: Some(available.err()),
             }),
             settled: Some(Settled {
-                runtime: RuntimeJson::from(&runtime),
+                runtime: runtime.clone(),
                 node,
             }),
             ..ReportJson::new(Action::Status, true)
