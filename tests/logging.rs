@@ -135,3 +135,43 @@ fn quiet_and_a_log_level_are_one_choice() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--log-level"));
 }
+
+/// The node under `--quiet`: what a person must act on (the pairing to
+/// approve) and why it stops are still said; its info lines are not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quiet_node_still_says_what_to_approve_and_why_it_stops() {
+    use common::gateway::{Config, FakeGateway, TOKEN as GATEWAY_TOKEN};
+    let gw = FakeGateway::start(Config {
+        manual_pairing: true,
+        ..Config::default()
+    })
+    .await;
+    let mut node = Node::start(
+        &gw.url(),
+        &["--token", GATEWAY_TOKEN, "--quiet", "--log-format", "json"],
+    );
+    node.wait_stderr("openclaw devices approve ", WAIT).await;
+    node.signal(libc::SIGTERM);
+    assert_eq!(node.wait_exit(WAIT).await, Some(0));
+    let log = node.stderr();
+    let records = records(&log);
+    assert!(
+        records.iter().any(
+            |r| r["level"] == "warn" && r["msg"].as_str().unwrap().contains("pairing required")
+        ),
+        "{log}"
+    );
+    assert!(
+        records.iter().all(|r| r["level"] != "info"),
+        "an info line under --quiet:\n{log}"
+    );
+
+    // A refusal that stops the node is an error, kept under --quiet.
+    let mut refused = Node::start(
+        "ws://203.0.113.7:18789",
+        &["--token", GATEWAY_TOKEN, "--quiet"],
+    );
+    assert_eq!(refused.wait_exit(WAIT).await, Some(1));
+    let log = refused.stderr();
+    assert!(log.contains("203.0.113.7"), "{log}");
+}

@@ -13,7 +13,7 @@ use super::{Node, pins, status};
 use crate::gateway::client::{self, ConnectError};
 use crate::gateway::frames::ErrorShape;
 use crate::shared::backoff::Backoff;
-use crate::shared::log::say;
+use crate::shared::log::{self, say, warn};
 
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(20);
 /// A session this long proves the link works; shorter ones keep backing off.
@@ -42,7 +42,7 @@ impl Node {
         if choice == TokenChoice::Bootstrap
             && let Some(why) = self.expired_code()
         {
-            say(&why);
+            log::error(&why);
             return 1;
         }
         let mut tried_device_after_mismatch = false;
@@ -80,7 +80,7 @@ impl Node {
                             Ok(Some(line)) => say(&line),
                             Ok(None) => {}
                             Err(e) => {
-                                say(&format!("cannot remember the gateway's certificate: {e}"))
+                                warn(&format!("cannot remember the gateway's certificate: {e}"))
                             }
                         }
                     }
@@ -89,7 +89,7 @@ impl Node {
                             .tokens
                             .set(&self.options.gateway.url, Some(device_token))
                         {
-                            say(&format!("cannot save the device token: {e}"));
+                            warn(&format!("cannot save the device token: {e}"));
                         }
                         choice = TokenChoice::Device;
                     }
@@ -102,7 +102,7 @@ impl Node {
                     match self.session(conn, &mut shutdown, &mut beacon).await {
                         End::Shutdown => return 0,
                         End::Dropped(why) => {
-                            say(&format!("connection lost: {why}"));
+                            warn(&format!("connection lost: {why}"));
                             beacon.lost(&why);
                         }
                     }
@@ -125,11 +125,11 @@ impl Node {
                                 .as_ref()
                                 .and_then(|d| d.reason.clone())
                                 .unwrap_or_default();
-                            say(&format!(
+                            warn(&format!(
                                 "pairing required ({reason}): ask the gateway's operator to run"
                             ));
-                            say(&format!("    openclaw devices approve {request}"));
-                            say("  (retrying until approved)");
+                            warn(&format!("    openclaw devices approve {request}"));
+                            warn("  (retrying until approved)");
                         }
                         beacon.lost(&format!(
                             "pairing required: openclaw devices approve {request}"
@@ -139,18 +139,18 @@ impl Node {
                     "AUTH_TOKEN_MISMATCH" | "AUTH_DEVICE_TOKEN_MISMATCH"
                         if choice == TokenChoice::Device =>
                     {
-                        say("the gateway no longer accepts the saved device token; forgetting it");
+                        warn("the gateway no longer accepts the saved device token; forgetting it");
                         let _ = self.tokens.set(&self.options.gateway.url, None);
                         if self.options.pair.is_some() {
                             // The setup code in hand enrols the device again.
                             if let Some(code) = self.expired_code() {
-                                say(&code);
+                                log::error(&code);
                                 return 1;
                             }
                             choice = TokenChoice::Bootstrap;
                             wait = Some(Duration::ZERO);
                         } else if self.options.token.is_none() {
-                            say(
+                            log::error(
                                 "no shared token to fall back on: pass --token or set OPENCLAW_GATEWAY_TOKEN",
                             );
                             return 1;
@@ -173,7 +173,7 @@ impl Node {
                             choice = TokenChoice::Device;
                             wait = Some(Duration::ZERO);
                         } else {
-                            say(&format!(
+                            log::error(&format!(
                                 "{}: {} — check --token / OPENCLAW_GATEWAY_TOKEN",
                                 error.detail_code(),
                                 error.message
@@ -182,7 +182,7 @@ impl Node {
                         }
                     }
                     "AUTH_BOOTSTRAP_TOKEN_INVALID" => {
-                        say(&format!(
+                        log::error(&format!(
                             "the gateway refused the setup code: {}: create a new one with `openclaw qr --setup-code-only` (or the Control UI's Node host dialog){}",
                             error.message,
                             if self.options.pair_if_needed {
@@ -194,34 +194,34 @@ impl Node {
                         return 1;
                     }
                     "AUTH_TOKEN_MISSING" => {
-                        say(
+                        log::error(
                             "the gateway requires a token: pass --token or set OPENCLAW_GATEWAY_TOKEN",
                         );
                         return 1;
                     }
                     _ if is_terminal(&error) => {
-                        say(&format!(
+                        log::error(&format!(
                             "the gateway refused this node: {}: {}",
                             error.code, error.message
                         ));
                         return 1;
                     }
-                    _ => say(&format!(
+                    _ => warn(&format!(
                         "the gateway refused the connection: {}: {}",
                         error.code, error.message
                     )),
                 },
                 // Settings to fix, not hiccups: retrying changes nothing.
                 Err(ConnectError::Refused(why)) => {
-                    say(&why);
+                    log::error(&why);
                     beacon.lost(&why); // `node status` shows why it stopped
                     return 1;
                 }
                 Err(ConnectError::Untrusted(why)) => {
-                    say(&why);
+                    log::error(&why);
                     beacon.lost(&why);
                     if trusted_by == pins::Source::Remembered {
-                        say(&self.pins.reset_hint(&endpoint.url));
+                        log::error(&self.pins.reset_hint(&endpoint.url));
                     }
                     return 1;
                 }
@@ -232,18 +232,18 @@ impl Node {
                     // one being replaced or restarted: keep trying).
                     not_gateway += 1;
                     if not_gateway >= NOT_GATEWAY_LIMIT && !ever_connected {
-                        say(&format!(
+                        log::error(&format!(
                             "{} is not an OpenClaw gateway ({what}; {not_gateway} handshakes in a row): check --gateway (OpenClaw's default is ws://127.0.0.1:18789)",
                             self.options.gateway
                         ));
                         return 1;
                     }
-                    say(&format!(
+                    warn(&format!(
                         "{}: this does not look like an OpenClaw gateway: {what}",
                         self.options.gateway
                     ));
                 }
-                Err(e) => say(&e.to_string()),
+                Err(e) => warn(&e.to_string()),
             }
             if !was_not_gateway {
                 not_gateway = 0;

@@ -45,7 +45,7 @@ impl StateLock {
                 ));
             }
             Err(TryLockError::Error(e)) => {
-                super::say(&format!(
+                crate::shared::log::warn(&format!(
                     "cannot lock {} ({e}): nothing stops a second node from sharing this state directory",
                     path.display()
                 ));

@@ -375,7 +375,7 @@ impl Publisher {
         let passing = e.retryable == Some(true) || e.code == "UNAVAILABLE";
         if passing && self.retries < MAX_RETRIES {
             if self.retries == 0 {
-                say(&format!(
+                crate::shared::log::warn(&format!(
                     "the gateway put off this node's tool publication ({}: {}); retrying",
                     e.code, e.message
                 ));
@@ -386,7 +386,7 @@ impl Publisher {
             return;
         }
         self.settled = Some(tools);
-        say(&format!(
+        crate::shared::log::warn(&format!(
             "the gateway refused this node's tool descriptors: {}: {}",
             e.code, e.message
         ));

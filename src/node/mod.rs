@@ -127,7 +127,7 @@ pub async fn run(mut options: Options, print: fn(&str), stop: CancellationToken)
             }
         },
         Err(message) => {
-            say(&message);
+            crate::shared::log::error(&message);
             1
         }
     };

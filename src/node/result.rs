@@ -6,7 +6,6 @@ use serde_json::Value;
 use super::invoke::short;
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::{InvokeError, InvokeResult};
-use crate::shared::log::say;
 use crate::tools::ToolError;
 
 /// Bytes of content one result may carry: JSON escaping can grow text up to
@@ -63,7 +62,7 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
     }
     let params = serde_json::to_value(&result).expect("plain data");
     if outbox.request("node.invoke.result", params).is_none() {
-        say(&format!(
+        crate::shared::log::warn(&format!(
             "could not queue the result of {}",
             short(&result.id)
         ));

@@ -4,8 +4,6 @@
 
 use serde_json::{Value, json};
 
-use crate::shared::log::say;
-
 const SAVED_GATEWAY: &str = "gateway.json";
 
 /// The gateway this node last connected to (`gateway.json` in its state
@@ -22,7 +20,7 @@ pub(super) fn save_gateway(state_dir: &std::path::Path, url: &str) {
     }
     let body = serde_json::to_vec_pretty(&json!({ "url": url })).expect("plain data");
     if let Err(e) = crate::shared::paths::write_private(&state_dir.join(SAVED_GATEWAY), &body) {
-        say(&format!("cannot save the gateway's address: {e}"));
+        crate::shared::log::warn(&format!("cannot save the gateway's address: {e}"));
     }
 }
 

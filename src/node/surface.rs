@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::ErrorShape;
-use crate::shared::log::say;
+use crate::shared::log::{say, warn};
 
 /// The gateway reports its command-surface approval through the answers to
 /// node requests; this asks (`node.runnerInventory.update`, as OpenClaw's
@@ -49,7 +49,7 @@ impl Surface {
         }
         if !error.message.contains("awaiting operator approval") {
             // Not a surface question: say what it was, and stop asking.
-            say(&format!(
+            warn(&format!(
                 "the gateway answered the surface check with {}: {}",
                 error.code, error.message
             ));
@@ -64,9 +64,9 @@ impl Surface {
             .unwrap_or("<requestId>")
             .to_owned();
         if self.announced.as_deref() != Some(request.as_str()) {
-            say("this node's commands await the operator's approval: run");
-            say(&format!("    openclaw nodes approve {request}"));
-            say("  (see `openclaw nodes pending`)");
+            warn("this node's commands await the operator's approval: run");
+            warn(&format!("    openclaw nodes approve {request}"));
+            warn("  (see `openclaw nodes pending`)");
             self.announced = Some(request);
         }
     }

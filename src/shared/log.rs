@@ -30,9 +30,9 @@
 //! size and build time were not measured: the reasons above do not depend
 //! on them.
 //!
-//! TODO: `say` (the node's, `mcp`'s and the MCP client's lines) logs at
-//! `info`; their warnings and errors are not marked yet, so `--quiet`
-//! hides them. The links mark theirs with `warn_as` and `error_as`.
+//! Every mode marks its warnings and errors (`warn`, `error`, `warn_as`,
+//! `error_as`); what a person must act on (a pairing or an approval to
+//! grant) is a warning, so `--quiet` still shows it.
 
 use std::fs::File;
 use std::path::Path;
@@ -104,6 +104,16 @@ fn settings() -> Settings {
 /// behind.
 pub fn say(message: &str) {
     say_as("node", message);
+}
+
+/// A warning of the node's (or the MCP client's): it carries on.
+pub fn warn(message: &str) {
+    warn_as("node", message);
+}
+
+/// An error of the node's: what it was asked to do failed, or it stops.
+pub fn error(message: &str) {
+    error_as("node", message);
 }
 
 /// The same, for another mode of the program (`bridge`, `chat`, `poll`).

@@ -325,7 +325,7 @@ async fn supervise(slot: Arc<Slot>, changed: watch::Sender<u64>, stop: Cancellat
         let wait = backoff.next();
         // A server that keeps failing the same way is told about once.
         if served || why != told {
-            say(&format!(
+            crate::shared::log::warn(&format!(
                 "MCP server {} {why}; starting it again in {:.1}s{}",
                 slot.name,
                 wait.as_secs_f32(),
