@@ -175,3 +175,42 @@ async fn a_quiet_node_still_says_what_to_approve_and_why_it_stops() {
     let log = refused.stderr();
     assert!(log.contains("203.0.113.7"), "{log}");
 }
+
+/// `mcp` takes the same flags: its lines are the log's (levels, JSON),
+/// not last words written at once as errors.
+#[test]
+fn mcp_logs_at_its_levels_and_quiet_hides_its_info() {
+    let json = mcp_log(&["--log-format", "json"]);
+    let records = records(&json);
+    assert!(
+        records.iter().any(|r| r["level"] == "info"
+            && r["who"] == "mcp"
+            && r["msg"].as_str().unwrap().starts_with("serving MCP")),
+        "{json}"
+    );
+    let quiet = mcp_log(&["--quiet"]);
+    assert!(!quiet.contains("serving MCP"), "{quiet}");
+}
+
+/// What `mcp --http` with `flags` logs from its start to a SIGTERM.
+fn mcp_log(flags: &[&str]) -> String {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stderr");
+    let child = common::router()
+        .args(["mcp", "--http", &listen])
+        .args(flags)
+        .stderr(std::fs::File::create(&path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut child = common::KillOnDrop(child);
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(std::time::Instant::now() < deadline, "never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.0.wait().unwrap().code(), Some(0));
+    std::fs::read_to_string(&path).unwrap()
+}

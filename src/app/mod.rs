@@ -65,11 +65,13 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             logging(args.log);
             match mcp_http(&args) {
                 Ok(http) => {
-                    Box::pin(crate::mcp_server::serve(
+                    let code = Box::pin(crate::mcp_server::serve(
                         call_options(&args.call, None),
                         http,
                     ))
-                    .await
+                    .await;
+                    crate::shared::log::flush_log();
+                    code
                 }
                 Err(problem) => {
                     tell("mcp", &problem);

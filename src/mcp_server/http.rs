@@ -143,7 +143,7 @@ pub(super) async fn serve(
     let listener = match TcpListener::bind(http.listen).await {
         Ok(l) => l,
         Err(e) => {
-            say(&format!("cannot listen on {}: {e}", http.listen));
+            crate::shared::log::tell("mcp", &format!("cannot listen on {}: {e}", http.listen));
             return 1;
         }
     };
@@ -211,7 +211,7 @@ pub(super) async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
-                    say(&format!("accept failed: {e}"));
+                    super::warn(&format!("accept failed: {e}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

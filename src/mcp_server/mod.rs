@@ -69,7 +69,7 @@ struct Server {
 /// Streamable HTTP until a signal; the exit status.
 pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     let Some(tool) = tool() else {
-        say("the tool declaration is not an object");
+        crate::shared::log::tell("mcp", "the tool declaration is not an object");
         return 1;
     };
     let input_over = tokio_util::sync::CancellationToken::new();
@@ -98,7 +98,7 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     let running = match started {
         Ok(running) => running,
         Err(e) => {
-            say(&format!("no MCP session: {e}"));
+            warn(&format!("no MCP session: {e}"));
             return 1;
         }
     };
@@ -121,10 +121,14 @@ pub async fn serve(options: router::Options, http: Option<http::Http>) -> u8 {
     0
 }
 
-/// A line on stderr, at once: escaped as the log's are (a client's
-/// method names are its own words).
+/// A line of the log (escaped: a client's method names are its own
+/// words), at the level `--log-level`/`--quiet` filter.
 fn say(message: &str) {
-    crate::shared::log::tell("mcp", message);
+    crate::shared::log::say_as("mcp", message);
+}
+
+fn warn(message: &str) {
+    crate::shared::log::warn_as("mcp", message);
 }
 
 fn tool() -> Option<Tool> {
