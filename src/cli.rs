@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::router::messages::Lang;
 use crate::router::{Format, Via};
+use crate::shared::log::{self, Level};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -805,28 +806,25 @@ pub struct McpArgs {
 pub struct LogArgs {
     /// `text` for a person, `json` for a service manager or a log shipper
     /// (one object a line: ts in ms, level, who, msg).
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = log::Format::Text)]
+    pub log_format: log::Format,
 
     /// The least severe lines written.
-    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = LogLevel::Info)]
-    pub log_level: LogLevel,
+    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = Level::Info)]
+    pub log_level: Level,
 
     /// Warnings and errors only (as --log-level warn).
     #[arg(long, short = 'q', conflicts_with = "log_level")]
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
+impl LogArgs {
+    /// The least severe level kept: `--quiet` is `--log-level warn`.
+    pub fn least(&self) -> Level {
+        if self.quiet {
+            Level::Warn
+        } else {
+            self.log_level
+        }
+    }
 }

@@ -380,3 +380,26 @@ async fn status_finds_a_node_run_by_hand() {
     let out = m.node(&["status", "--state-dir", elsewhere.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
 }
+
+/// The log flags given to `node install` are the service's: a service
+/// manager's log shipper gets the JSON lines it was asked for.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_keeps_the_log_flags_it_was_installed_with() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let m = FakeSystemd::new();
+    let out = m.install(&gw.url(), &["--log-format", "json", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    let exec = unit
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .unwrap_or_else(|| panic!("{unit}"));
+    assert!(exec.contains(" --log-format json"), "{exec}");
+    assert!(exec.contains(" --log-level warn"), "{exec}");
+    // Defaults are not written: a plain install says nothing of the log.
+    let plain = FakeSystemd::new();
+    let out = plain.install(&gw.url(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(plain.unit()).unwrap();
+    assert!(!unit.contains("--log-"), "{unit}");
+}

@@ -138,19 +138,7 @@ fn node_gateway_typed(matches: &ArgMatches) -> bool {
 
 /// `--log-format`, `--log-level`, `--quiet`: set before the mode's first line.
 fn logging(args: crate::cli::LogArgs) {
-    use crate::cli::{LogFormat, LogLevel};
-    use crate::shared::log::{Format, Level};
-    let format = match args.log_format {
-        LogFormat::Text => Format::Text,
-        LogFormat::Json => Format::Json,
-    };
-    let least = match (args.quiet, args.log_level) {
-        (true, _) | (false, LogLevel::Warn) => Level::Warn,
-        (false, LogLevel::Error) => Level::Error,
-        (false, LogLevel::Info) => Level::Info,
-        (false, LogLevel::Debug) => Level::Debug,
-    };
-    crate::shared::log::configure(format, least);
+    crate::shared::log::configure(args.log_format, args.least());
 }
 
 /// `mcp --http`'s address and token, checked; None: stdio.

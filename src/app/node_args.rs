@@ -156,6 +156,8 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
             .filter(|t| !t.trim().is_empty())
             .or_else(|| from_file(node::service::TOKEN_KEY)),
         log_file: args.log_file,
+        log_format: args.log.log_format,
+        log_level: args.log.least(),
         no_agent_tools: args.no_agent_tools,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,

@@ -69,6 +69,10 @@ pub struct Options {
     pub commands: Option<Vec<String>>,
     /// `--log-file`: the log goes there instead of stderr.
     pub log_file: Option<PathBuf>,
+    /// `--log-format`, and `--log-level`/`--quiet` as the least level kept
+    /// (a service definition repeats them).
+    pub log_format: crate::shared::log::Format,
+    pub log_level: crate::shared::log::Level,
     /// `--no-agent-tools`: publish no tools (node-mcp).
     pub no_agent_tools: bool,
     /// Local MCP servers whose tools are published too.

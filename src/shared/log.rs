@@ -58,7 +58,7 @@ pub fn to_file(path: &Path) -> std::io::Result<()> {
 
 /// How severe a line is; a line less severe than the least one kept is
 /// not written (nor formatted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Error,
@@ -68,7 +68,7 @@ pub enum Level {
 }
 
 /// How a line is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
     /// `[clawbot_router who] message`: for a person.
     #[default]

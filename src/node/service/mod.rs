@@ -366,6 +366,14 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     if let Some(path) = &log_file {
         args.extend([word("--log-file"), path.to_string_lossy().into_owned()]);
     }
+    // The log's shape and level, where they are not the defaults.
+    use crate::shared::log::{Format, Level};
+    if o.log_format != Format::Text {
+        args.extend([word("--log-format"), value_name(&o.log_format)]);
+    }
+    if o.log_level != Level::Info {
+        args.extend([word("--log-level"), value_name(&o.log_level)]);
+    }
     // A path that is not UTF-8 could not be written into the definition
     // as it is: refused, not silently changed.
     for path in [&program, &state_dir, &workspace]
@@ -1128,6 +1136,14 @@ async fn must(program: &str, args: &[&str]) -> Result<String, String> {
             args.join(" ")
         )),
     }
+}
+
+/// A flag value as the command line spells it.
+fn value_name(value: &impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
