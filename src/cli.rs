@@ -156,6 +156,20 @@ pub struct HandsArgs {
     pub deny: Vec<String>,
 }
 
+impl HandsArgs {
+    /// `--state-dir`, else the default state directory.
+    pub fn state_dir(&self) -> std::path::PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(crate::shared::paths::default_state_dir)
+    }
+
+    /// `--workspace`, else the current directory.
+    pub fn workspace(&self) -> std::path::PathBuf {
+        self.workspace.clone().unwrap_or_else(|| ".".into())
+    }
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {

@@ -131,7 +131,7 @@ pub(super) fn setup_code(
 }
 
 pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::Options, String> {
-    let (state_dir, workspace) = crate::links::places(&args.hands);
+    let (state_dir, workspace) = (args.hands.state_dir(), args.hands.workspace());
     let file = match &args.env_file {
         Some(path) => node::service::read_env_file(path)?,
         None => Vec::new(),

@@ -172,15 +172,10 @@ impl Node {
             asker: "OpenClaw",
             gateway: true,
         };
-        let (tools, asks) = tools::setup::hands(
+        let tools = tools::setup::hands(
             &setup,
             tools::declared_commands(options.commands.as_deref())?,
         )?;
-        if options.approval == Mode::Ask && !asks {
-            say(
-                "stdin/stderr is not a terminal: risky calls go to the gateway for approval (an agent's exec raises an exec approval) or are refused unless pre-approved (--allow-command, --approval allow, openclaw approvals allowlist add --node)",
-            );
-        }
         let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)
             .map_err(|e| format!("cannot load the device identity: {e}"))?;

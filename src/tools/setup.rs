@@ -24,9 +24,10 @@ pub struct Setup<'a> {
     pub gateway: bool,
 }
 
-/// The executor for `declared` commands, and whether a terminal asks the
-/// user (`--approval ask` with stdin and stderr on a terminal).
-pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bool), String> {
+/// The executor for `declared` commands. Under `--approval ask` without a
+/// terminal to ask on, it says (once, as a warning) where risky calls go
+/// instead.
+pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, String> {
     crate::shared::paths::create_private_dir(setup.state_dir).map_err(|e| {
         format!(
             "cannot create the state directory {}: {e}",
@@ -50,7 +51,16 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bo
         Mode::Ask => Prompter::for_terminal(),
         _ => None,
     };
-    let asks = prompter.is_some();
+    if setup.approval == Mode::Ask && prompter.is_none() {
+        crate::shared::log::warn_as(
+            "",
+            if setup.gateway {
+                "stdin/stderr is not a terminal: risky calls go to the gateway for approval (an agent's exec raises an exec approval) or are refused unless pre-approved (--allow-command, --approval allow, openclaw approvals allowlist add --node)"
+            } else {
+                "stdin/stderr is not a terminal: risky calls are refused unless pre-approved (--allow-command NAME, or --approval allow)"
+            },
+        );
+    }
     let policy = Policy::new(
         setup.approval,
         setup.allow.to_vec(),
@@ -65,5 +75,5 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<(Arc<Tools>, bo
         policy.without_gateway()
     };
     let audit = Audit::open(setup.state_dir);
-    Ok((Tools::new(workspace, policy, audit, declared), asks))
+    Ok(Tools::new(workspace, policy, audit, declared))
 }

@@ -659,18 +659,14 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
     {
         return usage("--conversation is 1 to 256 printable characters");
     }
-    let (tools, _) = match super::link_tools(&args.hands, "The General Agent Service") {
+    let tools = match super::link_tools(&args.hands, "The General Agent Service") {
         Ok(hands) => hands,
         Err(why) => return usage(&why),
     };
     let options = Options {
         service,
         conversation,
-        state_dir: args
-            .hands
-            .state_dir
-            .clone()
-            .unwrap_or_else(crate::shared::paths::default_state_dir),
+        state_dir: args.hands.state_dir(),
         dead_after: Duration::from_secs(args.dead_after),
         tool_timeout: Duration::from_secs(args.tool_timeout),
         print,

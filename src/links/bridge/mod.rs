@@ -727,7 +727,7 @@ async fn serve_main(args: crate::cli::BridgeArgs, stop: CancellationToken) -> Re
     if sessions.is_empty() {
         return Err("name the sessions clients may bind: --session ID (repeatable)".into());
     }
-    let (tools, _) = super::link_tools(&args.hands, "The bridged agent")?;
+    let tools = super::link_tools(&args.hands, "The bridged agent")?;
     let options = Options {
         listen,
         token,

@@ -593,15 +593,11 @@ pub async fn main(args: crate::cli::PollArgs, stop: CancellationToken) -> u8 {
         Ok(key) => key,
         Err(why) => return usage(why),
     };
-    let (tools, _) = match super::link_tools(&args.hands, "The cloud command queue") {
+    let tools = match super::link_tools(&args.hands, "The cloud command queue") {
         Ok(hands) => hands,
         Err(why) => return usage(why),
     };
-    let state_dir = args
-        .hands
-        .state_dir
-        .clone()
-        .unwrap_or_else(crate::shared::paths::default_state_dir);
+    let state_dir = args.hands.state_dir();
     let options = Options {
         key,
         workspace_id: args.workspace_id.filter(|w| !w.trim().is_empty()),
