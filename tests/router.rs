@@ -217,6 +217,20 @@ fn prompt_usage_error() {
     assert_usage_error(&["prompt"]);
 }
 
+/// A first word that is neither an option nor a subcommand is no router
+/// call either (the small executable hands it over as such).
+#[test]
+fn an_unknown_first_word_is_a_usage_error() {
+    let out = run(router().args(["summarise", "the", "logs"]));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("unrecognized subcommand 'summarise'"),
+        "{}",
+        out.stderr
+    );
+}
+
 // ---- 2. The command (§3.3) ------------------------------------------------
 
 fn recorded_argv(extra: &[&str], env: &[(&str, &str)]) -> Vec<String> {

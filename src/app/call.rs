@@ -196,9 +196,12 @@ pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         return 0;
     }
     let words = words_after_program(args);
-    if words.first().is_some_and(|first| names_a_subcommand(first)) {
+    // Not a router call (a subcommand, or a first word that is no option):
+    // a usage error as every CLI gives it. The one predicate the small
+    // executable also hands over by.
+    if !is_a_call(args) {
         eprint!("{}", redact(&e.render().to_string(), &words));
-        return 2;
+        return u8::try_from(e.exit_code()).unwrap_or(2);
     }
     let lang = lang_from_words(&words);
     let content = match own_value_problem(&e, lang) {
@@ -216,14 +219,6 @@ pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
         }
     };
     answer_unparsed(router::not_started(content, Status::InvalidInput), &words)
-}
-
-/// Whether `word`, the first after the program, names a subcommand (or
-/// clap's `help`): asked of clap's own definition, so a new subcommand's
-/// usage errors are usage errors too.
-fn names_a_subcommand(word: &str) -> bool {
-    use clap::CommandFactory;
-    word == "help" || crate::cli::Cli::command().find_subcommand(word).is_some()
 }
 
 /// Prints a call's answer when its command line could not be parsed:
