@@ -170,6 +170,62 @@ fn matching_brace(text: &str) -> usize {
     text.len()
 }
 
+/// How deep a file's module is: `room.rs` and `room/mod.rs` 1,
+/// `room/x.rs` 2, …
+fn module_depth(rel: &Path) -> usize {
+    let parts = rel.components().count();
+    if rel.file_name().is_some_and(|f| f == "mod.rs") {
+        parts - 1
+    } else {
+        parts
+    }
+}
+
+/// A `super::…` path that climbs out of the crate's rooms to its root
+/// (where `crate::` would be read): what it wrote, if any. Inline `mod`
+/// blocks deepen what follows them.
+fn super_to_the_root(code: &str, file_depth: usize) -> Option<String> {
+    let mut blocks: Vec<bool> = Vec::new(); // does each open `{` start a `mod`?
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' => {
+                let before = code[..i].trim_end();
+                let word_start = before
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |p| p + 1);
+                let is_mod = before[..word_start].trim_end().ends_with("mod")
+                    && !before[word_start..].is_empty();
+                blocks.push(is_mod);
+            }
+            b'}' => {
+                blocks.pop();
+            }
+            b's' if code[i..].starts_with("super::")
+                && (i == 0
+                    || !(bytes[i - 1].is_ascii_alphanumeric()
+                        || bytes[i - 1] == b'_'
+                        || bytes[i - 1] == b':')) =>
+            {
+                let mut climbs = 0;
+                while code[i + climbs * 7..].starts_with("super::") {
+                    climbs += 1;
+                }
+                let depth = file_depth + blocks.iter().filter(|m| **m).count();
+                if climbs >= depth {
+                    return Some("super::".repeat(climbs));
+                }
+                i += climbs * 7;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The top-level room a file under `src/` belongs to.
 fn room_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap();
@@ -207,6 +263,13 @@ fn every_crate_path_points_down() {
             continue;
         };
         let code = code_only(&std::fs::read_to_string(file).unwrap());
+        let rel = file.strip_prefix(&src).unwrap();
+        if let Some(how) = super_to_the_root(&code, module_depth(rel)) {
+            wrong
+                .entry(room.clone())
+                .or_default()
+                .push(format!("{} names {how}, the crate root", rel.display()));
+        }
         for named in rooms_named(&code) {
             if named == room || room == "front" && ROOT_ITEMS.contains(&named.as_str()) {
                 continue;
@@ -270,6 +333,35 @@ fn the_levels_match_the_tree_and_the_readme() {
             "README's Layout does not name {named}"
         );
     }
+    // The level column says what LEVELS says, room by room.
+    let mut level = 0;
+    let mut compared = 0;
+    for line in layout.lines().filter(|l| l.len() > 7) {
+        if let Ok(n) = line[..6].trim().parse::<usize>() {
+            level = n;
+        }
+        let column = &line[7..line.len().min(33)];
+        let Some(at) = column.find("src/") else {
+            continue;
+        };
+        let name: String = column[at + 4..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if let Some(ours) = self::level(&name) {
+            assert_eq!(
+                level,
+                ours + 1,
+                "README's Layout puts src/{name} on level {level}, tests/layers.rs on {}",
+                ours + 1
+            );
+            compared += 1;
+        }
+    }
+    assert!(
+        compared >= 12,
+        "the Layout's table was not read ({compared} rooms)"
+    );
 }
 
 #[test]
@@ -281,4 +373,34 @@ fn the_reader_finds_what_it_should() {
          let r = r#\"crate::raw\"#; x(crate::k)",
     );
     assert_eq!(rooms_named(&code), ["a", "b", "e", "h", "k"], "{code}");
+}
+
+#[test]
+fn a_super_path_to_the_crate_root_is_seen() {
+    // src/room/x.rs: `super::` is the room, `super::super::` the root.
+    assert_eq!(super_to_the_root("use super::y;", 2), None);
+    assert_eq!(
+        super_to_the_root("use super::super::other;", 2).as_deref(),
+        Some("super::super::")
+    );
+    // Inside `mod tests { … }` one more climb is needed.
+    assert_eq!(
+        super_to_the_root("mod tests { use super::super::y; }", 2),
+        None
+    );
+    assert_eq!(
+        super_to_the_root("fn f() { if x { super::super::z(); } }", 2).as_deref(),
+        Some("super::super::")
+    );
+    // src/room/mod.rs: `super::` already is the root.
+    assert_eq!(
+        super_to_the_root(
+            "use super::other::Thing;",
+            module_depth(Path::new("room/mod.rs"))
+        )
+        .as_deref(),
+        Some("super::")
+    );
+    assert_eq!(module_depth(Path::new("room.rs")), 1);
+    assert_eq!(module_depth(Path::new("room/x/y.rs")), 3);
 }
