@@ -48,9 +48,12 @@ fn main() {
     {
         return;
     }
+    println!("cargo::rerun-if-env-changed=RUSTC_LINKER");
     let cc = std::env::var_os("RUSTC_LINKER").unwrap_or_else(|| "cc".into());
-    if let Some(missing) = ["libc.a", "libgcc_eh.a"]
-        .into_iter()
+    // Every archive a script below names, found before it is named.
+    if let Some(missing) = STATIC
+        .iter()
+        .flat_map(|(_, script)| archives(script))
         .find(|archive| !found(&cc, archive))
     {
         println!(
@@ -70,6 +73,13 @@ fn main() {
         "cargo::rustc-link-arg-bin=clawbot_router=-L{}",
         dir.display()
     );
+}
+
+/// The archives a linker script names (`GROUP(libgcc_eh.a libgcc.a)`).
+fn archives(script: &str) -> impl Iterator<Item = &str> {
+    script
+        .split(|c: char| c == '(' || c == ')' || c.is_whitespace())
+        .filter(|word| word.ends_with(".a"))
 }
 
 /// The C compiler finds `archive` on its library path.
