@@ -394,7 +394,7 @@ async fn permission_requests_reach_the_terminal_when_there_is_one() {
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let state = dir.path().join("state");
     let ws_dir = dir.path().join("ws");
-    let port = free_port();
+    let port = common::free_port();
     let listen = format!("127.0.0.1:{port}");
     let argv = [
         "env",
@@ -437,14 +437,6 @@ async fn permission_requests_reach_the_terminal_when_there_is_one() {
     assert_eq!(reply["behavior"], "allow");
     let _ = child.kill();
     let _ = child.wait();
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

@@ -31,14 +31,6 @@ fn bridge(listen: &str, flags: &[&str]) -> Node {
     Node::start_args_env(&args, &[("CLAWBOT_BRIDGE_TOKEN", TOKEN)])
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Every line of `log`, read as JSON: a line that is not is a failure.
 fn records(log: &str) -> Vec<Value> {
     log.lines()
@@ -60,7 +52,7 @@ fn refused_upgrade(port: u16) {
 
 #[tokio::test]
 async fn json_lines_parse_and_carry_ts_level_who_and_msg() {
-    let port = free_port();
+    let port = common::free_port();
     let mut node = bridge(&format!("127.0.0.1:{port}"), &["--log-format", "json"]);
     node.wait_stderr("listening on ws://", WAIT).await;
     refused_upgrade(port);
@@ -89,7 +81,7 @@ async fn json_lines_parse_and_carry_ts_level_who_and_msg() {
 
 #[tokio::test]
 async fn quiet_hides_info_lines_but_not_warnings() {
-    let port = free_port();
+    let port = common::free_port();
     let mut node = bridge(
         &format!("127.0.0.1:{port}"),
         &["--quiet", "--log-format", "json"],
@@ -194,7 +186,7 @@ fn mcp_logs_at_its_levels_and_quiet_hides_its_info() {
 
 /// What `mcp --http` with `flags` logs from its start to a SIGTERM.
 fn mcp_log(flags: &[&str]) -> String {
-    let listen = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", common::free_port());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stderr");
     let child = common::router()

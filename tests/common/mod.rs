@@ -380,3 +380,13 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A loopback port nobody listens on now (a moment later someone may).
+#[allow(dead_code)] // not every test crate listens
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
