@@ -351,7 +351,9 @@ fn frame_stdio(
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
-    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // Bounded: a client that never reads its answers makes us stop reading
+    // its requests (the pipe pushes back), not hold every answer.
+    let (answers_tx, mut answers) = tokio::sync::mpsc::channel::<String>(64);
     let pending = Pending::default();
     let answered = pending.clone();
     // stdin → checks → rmcp.
@@ -385,7 +387,9 @@ fn frame_stdio(
                         break;
                     }
                 }
-                let _ = answers_tx.send(parse_error("line longer than 64 MiB"));
+                let _ = answers_tx
+                    .send(parse_error("line longer than 64 MiB"))
+                    .await;
                 continue;
             }
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -394,13 +398,15 @@ fn frame_stdio(
             let message = match serde_json::from_slice::<Value>(&line) {
                 Ok(message) => message,
                 Err(e) => {
-                    let _ = answers_tx.send(parse_error(&e.to_string()));
+                    let _ = answers_tx.send(parse_error(&e.to_string())).await;
                     continue;
                 }
             };
             if let Some(problem) = not_json_rpc(&message) {
                 // rmcp answers these without the request's id.
-                let _ = answers_tx.send(invalid_request(message.get("id"), problem));
+                let _ = answers_tx
+                    .send(invalid_request(message.get("id"), problem))
+                    .await;
                 continue;
             }
             let method = message.get("method").and_then(Value::as_str);
@@ -409,10 +415,11 @@ fn frame_stdio(
                 initialized = true;
             } else if !initialized && is_request && method.is_some() {
                 let id = message.get("id");
-                let _ = answers_tx.send(match method {
+                let answer = match method {
                     Some("ping") => pong(id),
                     _ => not_initialized(id),
-                });
+                };
+                let _ = answers_tx.send(answer).await;
                 continue;
             } else if !initialized && !is_request && method.is_some() {
                 say(&format!(
