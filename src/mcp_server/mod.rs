@@ -580,7 +580,7 @@ fn id_key(id: &Value) -> String {
 /// Why `message` is not a JSON-RPC 2.0 request or notification (a
 /// response — `result` or `error` without `method` — is never answered,
 /// as JSON-RPC requires: it goes on to rmcp as it is).
-fn not_json_rpc(message: &Value) -> Option<&'static str> {
+pub(crate) fn not_json_rpc(message: &Value) -> Option<&'static str> {
     let Some(fields) = message.as_object() else {
         return Some("a JSON-RPC message is an object");
     };
@@ -607,7 +607,7 @@ fn not_json_rpc(message: &Value) -> Option<&'static str> {
 
 /// JSON-RPC's answer to a message that is not a valid request: with its id
 /// when it has a usable one.
-fn invalid_request(id: Option<&Value>, problem: &str) -> String {
+pub(crate) fn invalid_request(id: Option<&Value>, problem: &str) -> String {
     let id = match id {
         Some(id @ Value::String(_)) => id.clone(),
         Some(Value::Number(n)) if n.is_i64() => Value::Number(n.clone()),
@@ -638,7 +638,7 @@ pub(crate) fn not_initialized(id: Option<&Value>) -> String {
 }
 
 /// `ping`'s empty result.
-fn pong(id: Option<&Value>) -> String {
+pub(crate) fn pong(id: Option<&Value>) -> String {
     serde_json::json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "result": {}})
         .to_string()
         + "\n"
