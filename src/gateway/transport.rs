@@ -929,6 +929,58 @@ mod tests {
         }
     }
 
+    /// A server that hangs up on the attempt and then holds the probe's
+    /// connection without a word (or trickles bytes): the probe gives up at
+    /// its cap, and the failure is no mismatch.
+    #[tokio::test]
+    async fn a_probe_answered_slowly_gives_up_at_its_cap() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::AsyncWriteExt;
+        for url_scheme in ["ws", "wss"] {
+            let seen = Arc::new(AtomicUsize::new(0));
+            let port = server(move |mut tcp| {
+                let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return; // hang up on the attempt
+                    }
+                    // The probe: the start of an answer in its own
+                    // protocol, then a trickle that never completes it.
+                    let mut first = [0u8; 1];
+                    let tls = tcp.peek(&mut first).await.is_ok() && first[0] == 0x16;
+                    let (start, more): (&[u8], &[u8]) = if tls {
+                        (&[0x16, 0x03, 0x03, 0x40, 0x00, 0x02], b"\0")
+                    } else {
+                        (b"HTTP/1.1 101 Switching Protocols\r\n", b"a: b\r\n")
+                    };
+                    if tcp.write_all(start).await.is_err() {
+                        return;
+                    }
+                    for _ in 0..300 {
+                        if tcp.write_all(more).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            })
+            .await;
+            let url = format!("{url_scheme}://127.0.0.1:{port}");
+            let started = std::time::Instant::now();
+            let e = attempt(&url).await;
+            let took = started.elapsed();
+            assert!(matches!(e, WireError::Transport(_)), "{url}: {e:?}");
+            assert!(
+                took >= PROBE_LIMIT,
+                "{url}: the probe ended early ({took:?})"
+            );
+            assert!(
+                took < PROBE_LIMIT + Duration::from_secs(1),
+                "{url}: {took:?}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn the_links_hear_tls_refused_without_the_gateways_advice() {
         let port = node_http_server().await;
