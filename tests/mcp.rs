@@ -467,6 +467,26 @@ fn answers_nobody_reads_do_not_pile_up_in_memory() {
     assert!(most < 48 * 1024, "the server grew to {most} KiB");
 }
 
+/// A response (or an error) from the client before `initialize` answers
+/// nothing we asked: it is dropped, as a notification then is, and the
+/// session still begins (rmcp would end the server on it).
+#[test]
+fn a_response_before_initialize_does_not_end_the_server() {
+    let mut server = Server::start(&["--scenario", "reply"]);
+    server.send(json!({"jsonrpc": "2.0", "id": 9, "result": {}}));
+    server.send(json!({"jsonrpc": "2.0", "id": 10, "error": {"code": 1, "message": "x"}}));
+    let hello = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw-test", "version": "1"}}),
+    );
+    assert!(hello.get("result").is_some(), "{hello}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = server.call(2, json!({"message": "still here"}), None);
+    assert_eq!(result_json(&response)["content"], "ECHO: still here\n");
+}
+
 #[test]
 fn a_signal_stops_running_calls_and_the_server() {
     let (mut server, tree, _dir) = hanging_call(1);

@@ -21,7 +21,8 @@
 //! silently drops a line that is not JSON, and ends the session when a
 //! notification arrives before `initialize`; here a line that is not JSON
 //! (or is longer than 64 MiB) is answered with JSON-RPC's -32700,
-//! notifications before `initialize` are dropped with a line on stderr, and
+//! notifications and responses before `initialize` are dropped with a line
+//! on stderr, and
 //! a request before it (rmcp would end the session without a word) gets
 //! [`not_initialized`]'s error, "send initialize first" — a `ping` an empty
 //! result, as MCP allows pings before `initialize`.
@@ -426,6 +427,11 @@ fn frame_stdio(
                     "ignored {} before initialize",
                     method.unwrap_or("a notification")
                 ));
+                continue;
+            } else if !initialized && method.is_none() {
+                // A response to nothing we asked: rmcp would end the
+                // server on it, before any session began.
+                say("ignored a response before initialize");
                 continue;
             }
             match (method, message.get("id")) {
