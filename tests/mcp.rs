@@ -487,6 +487,35 @@ fn a_response_before_initialize_does_not_end_the_server() {
     assert_eq!(result_json(&response)["content"], "ECHO: still here\n");
 }
 
+/// An `initialize` that fails (bad params) has not begun the session:
+/// what follows is still held to the pre-initialize rules (a request told
+/// to send initialize first, a notification dropped) instead of reaching
+/// rmcp, which would end the server and lose the answers.
+#[test]
+fn a_failed_initialize_does_not_begin_the_session() {
+    let mut server = Server::start(&["--scenario", "reply"]);
+    let failed = server.request(1, "initialize", json!({}));
+    assert!(failed.get("error").is_some(), "{failed}");
+    let early = server.request(2, "tools/list", json!({}));
+    assert!(
+        early["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("send initialize first")),
+        "{early}"
+    );
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/foo"}));
+    let hello = server.request(
+        3,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw-test", "version": "1"}}),
+    );
+    assert!(hello.get("result").is_some(), "{hello}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = server.call(4, json!({"message": "begun"}), None);
+    assert_eq!(result_json(&response)["content"], "ECHO: begun\n");
+}
+
 #[test]
 fn a_signal_stops_running_calls_and_the_server() {
     let (mut server, tree, _dir) = hanging_call(1);

@@ -334,6 +334,9 @@ async fn report_progress(
     }
 }
 
+/// How long the framing waits for rmcp's answer to `initialize`.
+const INITIALIZE_LIMIT: Duration = Duration::from_secs(30);
+
 /// The longest line accepted (a 4 MiB message escaped, with room to spare).
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
@@ -412,8 +415,11 @@ fn frame_stdio(
             }
             let method = message.get("method").and_then(Value::as_str);
             let is_request = message.get("id").is_some();
+            let mut begins = None;
             if method == Some("initialize") && is_request {
-                initialized = true;
+                // Begun only if rmcp accepts it: after a failed one, rmcp
+                // still takes nothing else (it would end the server).
+                begins = message.get("id").map(|id| pending.initialize(id));
             } else if !initialized && is_request && method.is_some() {
                 let id = message.get("id");
                 let answer = match method {
@@ -447,6 +453,13 @@ fn frame_stdio(
             }
             if to_rmcp.write_all(&line).await.is_err() {
                 break;
+            }
+            if let Some(begins) = begins {
+                // The client waits for this answer too; a reader that never
+                // hears (rmcp gone) lets the rest through as before.
+                initialized = tokio::time::timeout(INITIALIZE_LIMIT, begins)
+                    .await
+                    .map_or(true, |begun| begun.unwrap_or(true));
             }
         }
         // End of input: running calls finish, or are stopped and answer.
@@ -510,9 +523,22 @@ fn frame_stdio(
 struct Pending {
     ids: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     changed: std::sync::Arc<tokio::sync::Notify>,
+    /// An `initialize` sent to rmcp: its id, and who hears whether rmcp
+    /// answered it with a result (the session began) or an error.
+    initialize: std::sync::Arc<std::sync::Mutex<Option<Awaited>>>,
 }
 
+type Awaited = (String, tokio::sync::oneshot::Sender<bool>);
+
 impl Pending {
+    /// Whether the `initialize` with `id`, about to be sent, begins the
+    /// session: known once rmcp answers it.
+    fn initialize(&self, id: &Value) -> tokio::sync::oneshot::Receiver<bool> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *self.initialize.lock().unwrap() = Some((id_key(id), tx));
+        rx
+    }
+
     fn asked(&self, id: &Value) {
         self.ids.lock().unwrap().insert(id_key(id));
     }
@@ -538,6 +564,15 @@ impl Pending {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
         if let (true, Some(id)) = (is_response, message.get("id")) {
+            let mut initialize = self.initialize.lock().unwrap();
+            if initialize
+                .as_ref()
+                .is_some_and(|(key, _)| *key == id_key(id))
+                && let Some((_, begun)) = initialize.take()
+            {
+                let _ = begun.send(message.get("result").is_some());
+            }
+            drop(initialize);
             self.answered(id);
         }
     }
