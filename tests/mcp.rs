@@ -415,6 +415,107 @@ fn a_request_before_initialize_is_told_to_send_initialize_first() {
     assert_eq!(result_json(&response)["content"], "ECHO: after all\n");
 }
 
+/// A client that writes requests before `initialize` and never reads its
+/// answers: they wait in a bounded queue, and then the server stops
+/// reading (the pipe pushes back) instead of holding every answer in
+/// memory. 48 MiB of requests would be ~170 MiB of answers.
+#[test]
+#[cfg(target_os = "linux")]
+fn answers_nobody_reads_do_not_pile_up_in_memory() {
+    let mut child = router()
+        .args(["mcp", "--lang", "en"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped()) // never read
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let pid = child.id();
+    let writer = std::thread::spawn(move || {
+        let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n";
+        let block: Vec<u8> = line
+            .iter()
+            .copied()
+            .cycle()
+            .take(line.len() * 1000)
+            .collect();
+        for _ in 0..(48 << 20) / block.len() {
+            if stdin.write_all(&block).is_err() {
+                break;
+            }
+        }
+    });
+    let rss_kib = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
+    };
+    let start = Instant::now();
+    let mut most = 0;
+    while start.elapsed() < Duration::from_secs(10) && !writer.is_finished() {
+        most = most.max(rss_kib());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    most = most.max(rss_kib());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(most < 48 * 1024, "the server grew to {most} KiB");
+}
+
+/// A response (or an error) from the client before `initialize` answers
+/// nothing we asked: it is dropped, as a notification then is, and the
+/// session still begins (rmcp would end the server on it).
+#[test]
+fn a_response_before_initialize_does_not_end_the_server() {
+    let mut server = Server::start(&["--scenario", "reply"]);
+    server.send(json!({"jsonrpc": "2.0", "id": 9, "result": {}}));
+    server.send(json!({"jsonrpc": "2.0", "id": 10, "error": {"code": 1, "message": "x"}}));
+    let hello = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw-test", "version": "1"}}),
+    );
+    assert!(hello.get("result").is_some(), "{hello}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = server.call(2, json!({"message": "still here"}), None);
+    assert_eq!(result_json(&response)["content"], "ECHO: still here\n");
+}
+
+/// An `initialize` that fails (bad params) has not begun the session:
+/// what follows is still held to the pre-initialize rules (a request told
+/// to send initialize first, a notification dropped) instead of reaching
+/// rmcp, which would end the server and lose the answers.
+#[test]
+fn a_failed_initialize_does_not_begin_the_session() {
+    let mut server = Server::start(&["--scenario", "reply"]);
+    let failed = server.request(1, "initialize", json!({}));
+    assert!(failed.get("error").is_some(), "{failed}");
+    let early = server.request(2, "tools/list", json!({}));
+    assert!(
+        early["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("send initialize first")),
+        "{early}"
+    );
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/foo"}));
+    let hello = server.request(
+        3,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw-test", "version": "1"}}),
+    );
+    assert!(hello.get("result").is_some(), "{hello}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = server.call(4, json!({"message": "begun"}), None);
+    assert_eq!(result_json(&response)["content"], "ECHO: begun\n");
+}
+
 #[test]
 fn a_signal_stops_running_calls_and_the_server() {
     let (mut server, tree, _dir) = hanging_call(1);

@@ -501,6 +501,28 @@ fn http_a_request_without_a_session_is_told_to_send_initialize_first() {
     session(http.port);
 }
 
+/// Before a session, HTTP answers as stdio does: a `ping` its empty result
+/// (MCP allows pings before `initialize`), and an id JSON-RPC does not
+/// allow (an object) is an invalid request, not echoed back.
+#[test]
+fn http_before_a_session_a_ping_is_answered_and_an_odd_id_refused() {
+    let http = HttpServer::start(&[]);
+    let post = |body: Value| {
+        let mut conn = Conn::open(http.port);
+        conn.send("POST", &[("Connection", "close")], &body.to_string());
+        conn.response().expect("an answer")
+    };
+    let pong = post(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    assert_eq!(pong.status, 200, "{pong:?}");
+    let pong: Value = serde_json::from_str(pong.body.trim()).expect("a JSON-RPC answer");
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+    let odd = post(json!({"jsonrpc": "2.0", "id": {"x": [1]}, "method": "tools/list"}));
+    assert_eq!(odd.status, 400, "{odd:?}");
+    let odd: Value = serde_json::from_str(odd.body.trim()).expect("a JSON-RPC error");
+    assert_eq!(odd["id"], Value::Null, "{odd}");
+    assert_eq!(odd["error"]["code"], -32600, "{odd}");
+}
+
 #[test]
 fn http_with_a_token_takes_no_request_without_it() {
     let http = HttpServer::start(&[("CLAWBOT_ROUTER_MCP_TOKEN", "raw-http-token-7")]);

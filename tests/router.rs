@@ -231,6 +231,41 @@ fn an_unknown_first_word_is_a_usage_error() {
     );
 }
 
+/// A secret typed without its `=` (`--tokenVALUE`) is an unknown argument
+/// that clap echoes whole: neither a subcommand's usage error (stderr, a
+/// service's log) nor the router's JSON answer (read by the host LLM) may
+/// carry it.
+#[test]
+fn a_secret_glued_to_its_flag_is_not_echoed() {
+    let secret = "S3kretGlued9";
+    for args in [
+        vec!["node".to_owned(), format!("--token{secret}")],
+        vec!["mcp".to_owned(), format!("--http-token{secret}")],
+        vec!["chat".to_owned(), format!("--key{secret}")],
+        vec!["-m".to_owned(), "hi".to_owned(), format!("--token{secret}")],
+        vec![
+            "-m".to_owned(),
+            "hi".to_owned(),
+            "--".to_owned(),
+            format!("--token={secret}"),
+        ],
+    ] {
+        let out = run(router().args(&args));
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "{args:?}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+        assert!(
+            out.stdout.contains("<redacted>") || out.stderr.contains("<redacted>"),
+            "{args:?}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
 // ---- 2. The command (§3.3) ------------------------------------------------
 
 fn recorded_argv(extra: &[&str], env: &[(&str, &str)]) -> Vec<String> {

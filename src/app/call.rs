@@ -215,7 +215,8 @@ pub(super) fn clap_error(e: clap::Error, args: &[OsString]) -> u8 {
                 .find(|l| l.starts_with("error:"))
                 .map(|l| l.trim_start_matches("error:").trim().to_owned())
                 .unwrap_or(detail);
-            RequestError::CommandLine(detail).content(lang)
+            // It reaches the host LLM, and a transcript: no secret in it.
+            RequestError::CommandLine(redact(&detail, &words)).content(lang)
         }
     };
     answer_unparsed(router::not_started(content, Status::InvalidInput), &words)
@@ -266,6 +267,8 @@ pub(super) fn redact(text: &str, words: &[String]) -> String {
             && let Some(value) = words.get(i + 1)
         {
             secrets.push(value);
+        } else if let Some(value) = glued_secret(word) {
+            secrets.push(value);
         } else if word.len() >= 24
             && word
                 .bytes()
@@ -279,6 +282,17 @@ pub(super) fn redact(text: &str, words: &[String]) -> String {
         text = text.replace(secret, "<redacted>");
     }
     text
+}
+
+/// The value of a secret flag typed without its `=` or space
+/// (`--tokenVALUE`), which clap echoes whole as an unknown argument; not
+/// another flag that merely begins like one (`--token-file`).
+fn glued_secret(word: &str) -> Option<&str> {
+    use crate::shared::secrets::FLAGS as SECRET_FLAGS;
+    SECRET_FLAGS.iter().find_map(|flag| {
+        let rest = word.strip_prefix(flag)?;
+        (!rest.is_empty() && !rest.starts_with(['=', '-'])).then_some(rest)
+    })
 }
 
 /// `--lang` as far as it can be read from a command line clap refused.

@@ -134,6 +134,28 @@ pub enum Mismatch {
     /// `wss://` to a server that does not; how far plaintext may go
     /// decides what to suggest.
     NoTls { url: String, network: Network },
+    /// `wss://` with a pinned certificate to a server that answers in
+    /// plaintext off this machine: what a machine in the middle looks like,
+    /// so plaintext is never suggested.
+    NoTlsPinned { url: String },
+}
+
+impl Mismatch {
+    /// `url` (to `host`) reached a server that does not speak TLS; `pinned`
+    /// when the user's trust names the certificate expected there.
+    fn no_tls(url: &str, host: &str, pinned: bool) -> Self {
+        let network = Network::of(host);
+        if pinned && network != Network::Loopback {
+            Mismatch::NoTlsPinned {
+                url: url.to_owned(),
+            }
+        } else {
+            Mismatch::NoTls {
+                url: url.to_owned(),
+                network,
+            }
+        }
+    }
 }
 
 /// Where a host is, as the plaintext rule sees it.
@@ -192,6 +214,10 @@ impl std::fmt::Display for Mismatch {
             } => write!(
                 f,
                 "the gateway at {url} does not speak TLS, and plaintext ws:// is refused to a public address: turn on the gateway's TLS (gateway.tls.enabled), or reach it over a private network or tunnel (ws:// is allowed to loopback, private, .local and .ts.net addresses)"
+            ),
+            Mismatch::NoTlsPinned { url } => write!(
+                f,
+                "the gateway at {url} answered in plaintext where the pinned TLS certificate was expected: something other than the gateway may be answering there; check the address and the network, or turn the gateway's TLS back on (gateway.tls.enabled)"
             ),
         }
     }
@@ -377,10 +403,9 @@ async fn connect(
     let stream = open_stream(&target, trust, seen)
         .await
         .map_err(|e| match e {
-            WireError::NotTls(_) => WireError::Scheme(Mismatch::NoTls {
-                url: url.to_owned(),
-                network: Network::of(&target.host),
-            }),
+            WireError::NotTls(_) => {
+                WireError::Scheme(Mismatch::no_tls(url, &target.host, trust.pin.is_some()))
+            }
             e => e,
         })?;
     match tokio_tungstenite::client_async_with_config(url, stream, Some(config)).await {
@@ -904,6 +929,58 @@ mod tests {
         }
     }
 
+    /// A server that hangs up on the attempt and then holds the probe's
+    /// connection without a word (or trickles bytes): the probe gives up at
+    /// its cap, and the failure is no mismatch.
+    #[tokio::test]
+    async fn a_probe_answered_slowly_gives_up_at_its_cap() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::AsyncWriteExt;
+        for url_scheme in ["ws", "wss"] {
+            let seen = Arc::new(AtomicUsize::new(0));
+            let port = server(move |mut tcp| {
+                let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return; // hang up on the attempt
+                    }
+                    // The probe: the start of an answer in its own
+                    // protocol, then a trickle that never completes it.
+                    let mut first = [0u8; 1];
+                    let tls = tcp.peek(&mut first).await.is_ok() && first[0] == 0x16;
+                    let (start, more): (&[u8], &[u8]) = if tls {
+                        (&[0x16, 0x03, 0x03, 0x40, 0x00, 0x02], b"\0")
+                    } else {
+                        (b"HTTP/1.1 101 Switching Protocols\r\n", b"a: b\r\n")
+                    };
+                    if tcp.write_all(start).await.is_err() {
+                        return;
+                    }
+                    for _ in 0..300 {
+                        if tcp.write_all(more).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            })
+            .await;
+            let url = format!("{url_scheme}://127.0.0.1:{port}");
+            let started = std::time::Instant::now();
+            let e = attempt(&url).await;
+            let took = started.elapsed();
+            assert!(matches!(e, WireError::Transport(_)), "{url}: {e:?}");
+            assert!(
+                took >= PROBE_LIMIT,
+                "{url}: the probe ended early ({took:?})"
+            );
+            assert!(
+                took < PROBE_LIMIT + Duration::from_secs(1),
+                "{url}: {took:?}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn the_links_hear_tls_refused_without_the_gateways_advice() {
         let port = node_http_server().await;
@@ -923,6 +1000,24 @@ mod tests {
             e.to_string(),
             format!("TLS handshake with 127.0.0.1:{port} failed: the server does not speak TLS")
         );
+    }
+
+    /// A pinned certificate says TLS is expected there: a plaintext answer
+    /// from another machine is what one in the middle gives, and must not
+    /// talk the user into dropping TLS (and the pin).
+    #[test]
+    fn no_tls_advice_never_suggests_plaintext_against_a_pin() {
+        let pinned = Mismatch::no_tls("wss://192.168.1.20:18789", "192.168.1.20", true).to_string();
+        assert!(!pinned.contains("ws://192"), "{pinned}");
+        assert!(pinned.contains("pinned"), "{pinned}");
+        let public = Mismatch::no_tls("wss://203.0.113.7", "203.0.113.7", true).to_string();
+        assert!(!public.contains("use ws://"), "{public}");
+        // On this machine the pin guards nothing a plaintext answer could steal.
+        let here = Mismatch::no_tls("wss://127.0.0.1:1", "127.0.0.1", true).to_string();
+        assert!(here.contains("use ws://127.0.0.1:1"), "{here}");
+        // Without a pin, the plaintext rule's advice stands.
+        let unpinned = Mismatch::no_tls("wss://192.168.1.20", "192.168.1.20", false).to_string();
+        assert!(unpinned.contains("use ws://192.168.1.20"), "{unpinned}");
     }
 
     #[test]

@@ -431,10 +431,18 @@ async fn post(
         }) = &head
         && method != "initialize"
     {
+        // As over stdio: an id JSON-RPC does not allow is not echoed, and a
+        // ping is answered (MCP allows it before initialize).
+        let message = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+        let (status, answer) = match super::not_json_rpc(&message) {
+            Some(problem) => (400, super::invalid_request(id.as_ref(), problem)),
+            None if method == "ping" => (200, super::pong(id.as_ref())),
+            None => (400, super::not_initialized(id.as_ref())),
+        };
         let response = hyper::Response::builder()
-            .status(400)
+            .status(status)
             .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(super::not_initialized(id.as_ref()))).boxed())
+            .body(Full::new(Bytes::from(answer)).boxed())
             .expect("a JSON response");
         return (response, None);
     }

@@ -21,7 +21,8 @@
 //! silently drops a line that is not JSON, and ends the session when a
 //! notification arrives before `initialize`; here a line that is not JSON
 //! (or is longer than 64 MiB) is answered with JSON-RPC's -32700,
-//! notifications before `initialize` are dropped with a line on stderr, and
+//! notifications and responses before `initialize` are dropped with a line
+//! on stderr, and
 //! a request before it (rmcp would end the session without a word) gets
 //! [`not_initialized`]'s error, "send initialize first" — a `ping` an empty
 //! result, as MCP allows pings before `initialize`.
@@ -337,6 +338,9 @@ async fn report_progress(
     }
 }
 
+/// How long the framing waits for rmcp's answer to `initialize`.
+const INITIALIZE_LIMIT: Duration = Duration::from_secs(30);
+
 /// The longest line accepted (a 4 MiB message escaped, with room to spare).
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
@@ -355,7 +359,9 @@ fn frame_stdio(
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
-    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // Bounded: a client that never reads its answers makes us stop reading
+    // its requests (the pipe pushes back), not hold every answer.
+    let (answers_tx, mut answers) = tokio::sync::mpsc::channel::<String>(64);
     let pending = Pending::default();
     let answered = pending.clone();
     // stdin → checks → rmcp.
@@ -389,7 +395,9 @@ fn frame_stdio(
                         break;
                     }
                 }
-                let _ = answers_tx.send(parse_error("line longer than 64 MiB"));
+                let _ = answers_tx
+                    .send(parse_error("line longer than 64 MiB"))
+                    .await;
                 continue;
             }
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -398,31 +406,42 @@ fn frame_stdio(
             let message = match serde_json::from_slice::<Value>(&line) {
                 Ok(message) => message,
                 Err(e) => {
-                    let _ = answers_tx.send(parse_error(&e.to_string()));
+                    let _ = answers_tx.send(parse_error(&e.to_string())).await;
                     continue;
                 }
             };
             if let Some(problem) = not_json_rpc(&message) {
                 // rmcp answers these without the request's id.
-                let _ = answers_tx.send(invalid_request(message.get("id"), problem));
+                let _ = answers_tx
+                    .send(invalid_request(message.get("id"), problem))
+                    .await;
                 continue;
             }
             let method = message.get("method").and_then(Value::as_str);
             let is_request = message.get("id").is_some();
+            let mut begins = None;
             if method == Some("initialize") && is_request {
-                initialized = true;
+                // Begun only if rmcp accepts it: after a failed one, rmcp
+                // still takes nothing else (it would end the server).
+                begins = message.get("id").map(|id| pending.initialize(id));
             } else if !initialized && is_request && method.is_some() {
                 let id = message.get("id");
-                let _ = answers_tx.send(match method {
+                let answer = match method {
                     Some("ping") => pong(id),
                     _ => not_initialized(id),
-                });
+                };
+                let _ = answers_tx.send(answer).await;
                 continue;
             } else if !initialized && !is_request && method.is_some() {
                 say(&format!(
                     "ignored {} before initialize",
                     method.unwrap_or("a notification")
                 ));
+                continue;
+            } else if !initialized && method.is_none() {
+                // A response to nothing we asked: rmcp would end the
+                // server on it, before any session began.
+                say("ignored a response before initialize");
                 continue;
             }
             match (method, message.get("id")) {
@@ -438,6 +457,13 @@ fn frame_stdio(
             }
             if to_rmcp.write_all(&line).await.is_err() {
                 break;
+            }
+            if let Some(begins) = begins {
+                // The client waits for this answer too; a reader that never
+                // hears (rmcp gone) lets the rest through as before.
+                initialized = tokio::time::timeout(INITIALIZE_LIMIT, begins)
+                    .await
+                    .map_or(true, |begun| begun.unwrap_or(true));
             }
         }
         // End of input: running calls finish, or are stopped and answer.
@@ -501,9 +527,22 @@ fn frame_stdio(
 struct Pending {
     ids: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     changed: std::sync::Arc<tokio::sync::Notify>,
+    /// An `initialize` sent to rmcp: its id, and who hears whether rmcp
+    /// answered it with a result (the session began) or an error.
+    initialize: std::sync::Arc<std::sync::Mutex<Option<Awaited>>>,
 }
 
+type Awaited = (String, tokio::sync::oneshot::Sender<bool>);
+
 impl Pending {
+    /// Whether the `initialize` with `id`, about to be sent, begins the
+    /// session: known once rmcp answers it.
+    fn initialize(&self, id: &Value) -> tokio::sync::oneshot::Receiver<bool> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *self.initialize.lock().unwrap() = Some((id_key(id), tx));
+        rx
+    }
+
     fn asked(&self, id: &Value) {
         self.ids.lock().unwrap().insert(id_key(id));
     }
@@ -529,6 +568,15 @@ impl Pending {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
         if let (true, Some(id)) = (is_response, message.get("id")) {
+            let mut initialize = self.initialize.lock().unwrap();
+            if initialize
+                .as_ref()
+                .is_some_and(|(key, _)| *key == id_key(id))
+                && let Some((_, begun)) = initialize.take()
+            {
+                let _ = begun.send(message.get("result").is_some());
+            }
+            drop(initialize);
             self.answered(id);
         }
     }
@@ -577,7 +625,7 @@ fn id_key(id: &Value) -> String {
 /// Why `message` is not a JSON-RPC 2.0 request or notification (a
 /// response — `result` or `error` without `method` — is never answered,
 /// as JSON-RPC requires: it goes on to rmcp as it is).
-fn not_json_rpc(message: &Value) -> Option<&'static str> {
+pub(crate) fn not_json_rpc(message: &Value) -> Option<&'static str> {
     let Some(fields) = message.as_object() else {
         return Some("a JSON-RPC message is an object");
     };
@@ -604,7 +652,7 @@ fn not_json_rpc(message: &Value) -> Option<&'static str> {
 
 /// JSON-RPC's answer to a message that is not a valid request: with its id
 /// when it has a usable one.
-fn invalid_request(id: Option<&Value>, problem: &str) -> String {
+pub(crate) fn invalid_request(id: Option<&Value>, problem: &str) -> String {
     let id = match id {
         Some(id @ Value::String(_)) => id.clone(),
         Some(Value::Number(n)) if n.is_i64() => Value::Number(n.clone()),
@@ -635,7 +683,7 @@ pub(crate) fn not_initialized(id: Option<&Value>) -> String {
 }
 
 /// `ping`'s empty result.
-fn pong(id: Option<&Value>) -> String {
+pub(crate) fn pong(id: Option<&Value>) -> String {
     serde_json::json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "result": {}})
         .to_string()
         + "\n"

@@ -184,10 +184,29 @@ fn line(format: Format, level: Level, who: &str, message: &str) -> String {
 /// Waits (briefly) until every line logged so far is written: the last
 /// words before exiting matter most.
 pub fn flush_log() {
+    flush(log(), Duration::from_millis(1500));
+}
+
+/// Asks the writer behind `log` to report once it has written everything
+/// before, and waits for that at most `wait`, in all.
+fn flush(log: &std::sync::mpsc::SyncSender<Log>, wait: Duration) {
+    use std::sync::mpsc::TrySendError;
+    let until = std::time::Instant::now() + wait;
     let (done, flushed) = std::sync::mpsc::channel();
-    if log().send(Log::Flush(done)).is_ok() {
-        let _ = flushed.recv_timeout(Duration::from_millis(1500));
+    // Not `send`: behind a stalled writer the queue stays full, and `send`
+    // would wait for room forever.
+    let mut ask = Log::Flush(done);
+    loop {
+        match log.try_send(ask) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if std::time::Instant::now() < until => {
+                ask = back;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return,
+        }
     }
+    let _ = flushed.recv_timeout(until.saturating_duration_since(std::time::Instant::now()));
 }
 
 enum Log {
@@ -237,6 +256,24 @@ mod tests {
         assert_eq!(record["who"], "bridge");
         let msg = record["msg"].as_str().unwrap();
         assert!(!msg.contains('\u{1b}') && !msg.contains('\n'), "{msg:?}");
+    }
+
+    /// A stderr nobody reads stalls the writer, and the queue fills up
+    /// behind it: the last flush before exiting must still give up in time,
+    /// or the node (or a link) never exits on SIGTERM.
+    #[test]
+    fn a_flush_behind_a_full_queue_gives_up_in_time() {
+        let (tx, _stalled) = std::sync::mpsc::sync_channel::<Log>(1);
+        tx.send(Log::Line("queued\n".into())).unwrap();
+        let (returned, in_time) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            flush(&tx, Duration::from_millis(200));
+            let _ = returned.send(());
+        });
+        assert!(
+            in_time.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "flush_log blocked behind a stalled writer"
+        );
     }
 
     #[test]
