@@ -256,43 +256,27 @@ pub(super) fn own_value_problem(e: &clap::Error, lang: Lang) -> Option<String> {
 /// values of `--token`, `--pair`, `--pair-if-needed`, and any word that
 /// looks like a token or a setup code (a service's log keeps stderr).
 pub(super) fn redact(text: &str, words: &[String]) -> String {
-    use crate::shared::secrets::FLAGS as SECRET_FLAGS;
-    let mut secrets: Vec<&str> = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        if let Some((flag, value)) = word.split_once('=')
-            && SECRET_FLAGS.contains(&flag)
-        {
-            secrets.push(value);
-        } else if SECRET_FLAGS.contains(&word.as_str())
-            && let Some(value) = words.get(i + 1)
-        {
-            secrets.push(value);
-        } else if let Some(value) = glued_secret(word) {
-            secrets.push(value);
-        } else if word.len() >= 24
-            && word
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            secrets.push(word);
-        }
-    }
+    let mut secrets: Vec<&str> = crate::shared::secrets::secret_spans(words)
+        .into_iter()
+        .filter_map(|(i, range)| words[i].get(range))
+        .collect();
+    // A long token-like word is taken for a secret too (a key pasted in
+    // the wrong place).
+    secrets.extend(
+        words
+            .iter()
+            .filter(|w| {
+                w.len() >= 24
+                    && w.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            })
+            .map(String::as_str),
+    );
     let mut text = text.to_owned();
     for secret in secrets.into_iter().filter(|s| s.len() >= 4) {
         text = text.replace(secret, "<redacted>");
     }
     text
-}
-
-/// The value of a secret flag typed without its `=` or space
-/// (`--tokenVALUE`), which clap echoes whole as an unknown argument; not
-/// another flag that merely begins like one (`--token-file`).
-fn glued_secret(word: &str) -> Option<&str> {
-    use crate::shared::secrets::FLAGS as SECRET_FLAGS;
-    SECRET_FLAGS.iter().find_map(|flag| {
-        let rest = word.strip_prefix(flag)?;
-        (!rest.is_empty() && !rest.starts_with(['=', '-'])).then_some(rest)
-    })
 }
 
 /// `--lang` as far as it can be read from a command line clap refused.

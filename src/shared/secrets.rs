@@ -165,35 +165,61 @@ fn values_of_variables(block: &[u8], names: &[&str]) -> Vec<std::ops::Range<usiz
         .collect()
 }
 
-/// Whether `word` is a secret flag, alone or as `--flag=value`.
+/// Whether `word` is a secret flag: alone, as `--flag=value`, or glued
+/// (`--flagVALUE`).
 #[cfg(any(target_os = "linux", test))]
 fn names_a_secret_flag(word: &[u8]) -> bool {
-    FLAGS.iter().any(|f| {
-        word.strip_prefix(f.as_bytes())
-            .is_some_and(|rest| rest.is_empty() || rest[0] == b'=')
+    word_spans(word).next().is_some() || FLAGS.iter().any(|f| word == f.as_bytes())
+}
+
+/// Where the secrets sit among command-line words, as (the word's index,
+/// the secret's bytes in it): the word after `--flag`, what follows
+/// `--flag=` (the next word even when it begins with one `-`: clap's
+/// refusal then quotes it; not a long option, as `--pair-if-needed
+/// --workspace` has), and a value typed without its `=` (`--flagVALUE`, at least
+/// 4 bytes: clap refuses it and echoes it whole) — never another flag that
+/// merely begins like one (`--token-file`). The one reading of secret
+/// flags: the kernel's copy of argv is scrubbed by it, and a refused
+/// command line is redacted by it before it is echoed.
+pub fn secret_spans<W: AsRef<[u8]>>(words: &[W]) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut found = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let word = word.as_ref();
+        if FLAGS.iter().any(|f| word == f.as_bytes())
+            && let Some(next) = words.get(i + 1)
+            && !next.as_ref().is_empty()
+            && !next.as_ref().starts_with(b"--")
+        {
+            found.push((i + 1, 0..next.as_ref().len()));
+        }
+        found.extend(word_spans(word).map(|range| (i, range)));
+    }
+    found
+}
+
+/// The secret inside one word (`--flag=VALUE`, `--flagVALUE`).
+fn word_spans(word: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    FLAGS.iter().filter_map(move |flag| {
+        let rest = word.strip_prefix(flag.as_bytes())?;
+        match rest.first()? {
+            b'=' if rest.len() > 1 => Some(flag.len() + 1..word.len()),
+            b'=' | b'-' => None,
+            _ if rest.len() >= 4 => Some(flag.len()..word.len()),
+            _ => None,
+        }
     })
 }
 
-/// The values of `flags` among NUL-separated arguments: the word after
-/// `--flag` (unless it is another option), or what follows `--flag=`.
+/// The values of the secret flags among NUL-separated arguments (the
+/// kernel's copy of argv; the first entry is the program).
 #[cfg(any(target_os = "linux", test))]
-fn values_of_flags(block: &[u8], flags: &[&str]) -> Vec<std::ops::Range<usize>> {
-    let mut found = Vec::new();
-    let mut after_flag = false;
-    for (at, word) in entries(block).skip(1) {
-        let is_option = word.len() > 1 && word[0] == b'-';
-        if after_flag && !is_option && !word.is_empty() {
-            found.push(at..at + word.len());
-        }
-        after_flag = flags.iter().any(|f| word == f.as_bytes());
-        if let Some(flag) = flags.iter().find(|f| {
-            word.len() > f.len() && word.starts_with(f.as_bytes()) && word[f.len()] == b'='
-        }) {
-            found.push(at + flag.len() + 1..at + word.len());
-        }
-    }
-    found.retain(|r| !r.is_empty());
-    found
+fn values_of_flags(block: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let words: Vec<(usize, &[u8])> = entries(block).skip(1).collect();
+    let bare: Vec<&[u8]> = words.iter().map(|(_, w)| *w).collect();
+    secret_spans(&bare)
+        .into_iter()
+        .map(|(i, range)| words[i].0 + range.start..words[i].0 + range.end)
+        .collect()
 }
 
 /// The NUL-separated entries of a block, each with its offset.
@@ -218,9 +244,7 @@ mod linux {
         scrub(env_start, env_end, |block| {
             super::values_of_variables(block, super::VARS)
         });
-        scrub(arg_start, arg_end, |block| {
-            super::values_of_flags(block, super::FLAGS)
-        });
+        scrub(arg_start, arg_end, super::values_of_flags);
     }
 
     /// `arg_start`, `arg_end`, `env_start`, `env_end`: fields 48 to 51 of
@@ -340,15 +364,17 @@ mod tests {
     fn the_values_of_secret_flags_are_found_in_both_spellings() {
         let block = b"--token\0node\0--token\0s3cret\0--pair=code-1\0--pair-if-needed\0--workspace\0w\0--message\0--token\0--http-token=\0--tokens\0x\0";
         assert_eq!(
-            scrubbed(block, values_of_flags(block, FLAGS)),
+            scrubbed(block, values_of_flags(block)),
             "--token|node|--token|******|--pair=******|--pair-if-needed|--workspace|w|--message|--token|--http-token=|--tokens|x|",
-            "argv[0] is the program, an option after a flag is not its value"
+            "argv[0] is the program"
         );
         for (word, secret) in [
             ("--token", true),
             ("--token=x", true),
             ("--pair-if-needed", true),
             ("--tokens", false),
+            ("--tokenS3kretGlued", true),
+            ("--token-file", false),
             ("--pair-code", false),
             ("token", false),
         ] {
