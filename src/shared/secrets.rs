@@ -368,6 +368,12 @@ mod tests {
             "--token|node|--token|******|--pair=******|--pair-if-needed|--workspace|w|--message|--token|--http-token=|--tokens|x|",
             "argv[0] is the program"
         );
+        let glued = b"prog\0node\0--tokenS3kretGlued\0--token-file\0f\0";
+        assert_eq!(
+            scrubbed(glued, values_of_flags(glued)),
+            "prog|node|--token***********|--token-file|f|",
+            "a value typed without its = is scrubbed too"
+        );
         for (word, secret) in [
             ("--token", true),
             ("--token=x", true),
