@@ -170,6 +170,35 @@ impl HandsArgs {
     }
 }
 
+/// The node's browser (`browser.proxy`): which one, and what it may do.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BrowserArgs {
+    /// The browser agents drive through OpenClaw's `browser` tool: a
+    /// Chromium-family executable, `auto` (the first found on PATH) or `off`.
+    #[arg(long, value_name = "PATH|auto|off", default_value = "auto")]
+    pub browser: String,
+
+    /// Show the browser's window (needs a display); headless otherwise.
+    #[arg(long)]
+    pub browser_headed: bool,
+
+    /// Let the browser open pages on this machine and its private networks
+    /// (loopback, 10/8, 192.168/16…), as OpenClaw's
+    /// `browser.ssrfPolicy.dangerouslyAllowPrivateNetwork`.
+    #[arg(long)]
+    pub browser_private_network: bool,
+
+    /// Let the browser open this host though it is private (repeatable), as
+    /// OpenClaw's `browser.ssrfPolicy.allowedHostnames`.
+    #[arg(long = "browser-allow-host", value_name = "HOST")]
+    pub browser_allow_host: Vec<String>,
+
+    /// Let agents run script in pages (`act` kind `evaluate`, `wait` with
+    /// `fn`): off unless given, as `browser.evaluateEnabled=false`.
+    #[arg(long)]
+    pub browser_evaluate: bool,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -245,6 +274,9 @@ pub struct NodeArgs {
     /// gateway's per-command allow and deny lists.
     #[arg(long)]
     pub no_agent_tools: bool,
+
+    #[command(flatten)]
+    pub browser: BrowserArgs,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

@@ -30,6 +30,7 @@ pub fn link_tools(
         deny: &args.deny,
         asker,
         gateway: false,
+        browser: None,
     };
     let declared = crate::tools::catalog::ENTRIES
         .iter()

@@ -86,16 +86,21 @@ impl Node {
 
 /// The capability families the declared commands belong to: OpenClaw's
 /// own host commands are `system` (as its node host files them), the
-/// seed's tools `file`.
+/// browser's `browser` (what the gateway looks for in a browser node),
+/// the seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
     let openclaws =
         |c: &String| c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload";
+    let browsers = |c: &String| c.starts_with("browser.");
     let mut caps = Vec::new();
     if declared.iter().any(openclaws) {
         caps.push("system".to_owned());
     }
-    if declared.iter().any(|c| !openclaws(c)) {
+    if declared.iter().any(|c| !openclaws(c) && !browsers(c)) {
         caps.push("file".to_owned());
+    }
+    if declared.iter().any(browsers) {
+        caps.push("browser".to_owned());
     }
     caps
 }
@@ -126,5 +131,9 @@ mod tests {
             ["system", "file"]
         );
         assert!(caps(&[]).is_empty());
+        assert_eq!(
+            caps(&declared(&["browser.proxy", "browser.proxy.upload.v1"])),
+            ["browser"]
+        );
     }
 }

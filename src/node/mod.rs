@@ -77,6 +77,8 @@ pub struct Options {
     pub no_agent_tools: bool,
     /// Local MCP servers whose tools are published too.
     pub mcp: crate::tools::mcp_client::Setup,
+    /// `--browser` and its rules.
+    pub browser: crate::cli::BrowserArgs,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -163,6 +165,7 @@ struct Node {
 
 impl Node {
     fn start(options: Options) -> Result<Self, String> {
+        let browser = browser_options(&options.browser, &options.state_dir)?;
         let setup = tools::setup::Setup {
             state_dir: &options.state_dir,
             workspace: &options.workspace,
@@ -171,10 +174,11 @@ impl Node {
             deny: &options.deny,
             asker: "OpenClaw",
             gateway: true,
+            browser: browser.clone(),
         };
         let tools = tools::setup::hands(
             &setup,
-            tools::declared_commands(options.commands.as_deref())?,
+            tools::declared_commands(options.commands.as_deref(), browser.is_some())?,
         )?;
         let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)
@@ -231,4 +235,50 @@ impl Node {
             source,
         )
     }
+}
+
+/// The browser `browser.proxy` drives: the one named, else the first
+/// found (none found: the commands are not declared, as OpenClaw's node
+/// host leaves them out without a browser); `off`: none.
+fn browser_options(
+    args: &crate::cli::BrowserArgs,
+    state_dir: &std::path::Path,
+) -> Result<Option<tools::browser::Options>, String> {
+    let named = match args.browser.trim() {
+        "off" => return Ok(None),
+        "" | "auto" => None,
+        path => Some(std::path::Path::new(path)),
+    };
+    let executable = match tools::browser::find_browser(named) {
+        Ok(path) => path,
+        Err(e) if named.is_some() => return Err(e),
+        Err(e) => {
+            say(&format!("{e}: browser.proxy is not offered"));
+            return Ok(None);
+        }
+    };
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    if args.browser_headed && !display {
+        crate::shared::log::warn(
+            "--browser-headed: no DISPLAY or WAYLAND_DISPLAY, so the browser runs headless",
+        );
+    }
+    Ok(Some(tools::browser::Options {
+        executable,
+        dir: state_dir.join("browser"),
+        headless: !(args.browser_headed && display),
+        no_sandbox: tools::browser::running_as_root(),
+        reach: tools::browser::Reach {
+            private_network: args.browser_private_network,
+            hosts: args
+                .browser_allow_host
+                .iter()
+                .map(|h| h.trim().trim_matches(['[', ']']).to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
+        },
+        evaluate: args.browser_evaluate,
+    }))
 }

@@ -25,6 +25,9 @@ pub struct Launch {
     pub env: Vec<(OsString, OsString)>,
     /// Inherited variables the child must not see (secrets of ours).
     pub env_remove: &'static [&'static str],
+    /// A second pipe pair on the child's fds 3 and 4 (Unix only; see
+    /// [`SidePipes`]).
+    pub side_pipes: bool,
 }
 
 /// The child's three pipes.
@@ -32,7 +35,13 @@ pub struct Pipes {
     pub stdin: ChildStdin,
     pub stdout: ChildStdout,
     pub stderr: ChildStderr,
+    /// Present when [`Launch::side_pipes`] asked for it.
+    #[cfg(unix)]
+    pub side: Option<SidePipes>,
 }
+
+#[cfg(unix)]
+pub use super::platform::SidePipes;
 
 /// A running resident child and its tree.
 pub struct Resident {
@@ -58,7 +67,23 @@ impl Resident {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(unix)]
+        let (side, child_ends) = if launch.side_pipes {
+            let (ours, theirs) = super::platform::side_pipes(&mut cmd).map_err(spawn_error)?;
+            (Some(ours), Some(theirs))
+        } else {
+            (None, None)
+        };
+        #[cfg(not(unix))]
+        if launch.side_pipes {
+            return Err(spawn_error(std::io::Error::other(
+                "side pipes are not supported on this platform",
+            )));
+        }
         let mut tree = platform::Tree::spawn(cmd, tag).map_err(spawn_error)?;
+        // The child has its copies: ours must go, or its reads never end.
+        #[cfg(unix)]
+        drop(child_ends);
         let (Some(stdin), Some(stdout), Some(stderr)) = tree.take_pipes() else {
             return Err(spawn_error(std::io::Error::other(
                 "the child's pipes are missing",
@@ -70,6 +95,8 @@ impl Resident {
                 stdin,
                 stdout,
                 stderr,
+                #[cfg(unix)]
+                side,
             },
         ))
     }
@@ -113,6 +140,7 @@ mod tests {
             cwd: None,
             env: vec![],
             env_remove: &[],
+            side_pipes: false,
         }
     }
 
@@ -185,5 +213,28 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("{child} outlived the drop");
+    }
+
+    #[tokio::test]
+    async fn side_pipes_are_the_childs_fd_3_and_4_and_end_with_it() {
+        use tokio::io::AsyncReadExt;
+        // The child echoes what it reads on fd 3 to fd 4, upper-cased.
+        let mut launch = sh("tr a-z A-Z <&3 >&4");
+        launch.side_pipes = true;
+        let (resident, pipes) = Resident::start(&launch).unwrap();
+        let side = pipes.side.unwrap();
+        let mut to_child = side.to_child;
+        to_child.write_all(b"cdp\0").await.unwrap();
+        // Our write end closed: the child's read ends, so it exits and
+        // its fd 4 closes (no copy of the child's ends stayed with us).
+        drop(to_child);
+        let mut got = Vec::new();
+        let mut from_child = side.from_child;
+        tokio::time::timeout(Duration::from_secs(5), from_child.read_to_end(&mut got))
+            .await
+            .expect("the child's fd 4 never closed")
+            .unwrap();
+        assert_eq!(got, b"CDP\0");
+        resident.stop(Duration::from_millis(200)).await;
     }
 }

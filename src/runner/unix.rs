@@ -240,6 +240,56 @@ pub fn async_reader(reader: io::PipeReader) -> io::Result<pipe::Receiver> {
     pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
 }
 
+/// The pipe pair a resident child may talk on besides stdio: it reads
+/// what we write on its fd 3 and writes what we read on its fd 4 (the
+/// convention of Chromium's `--remote-debugging-pipe`). A pipe reaches
+/// only us, where a loopback port reaches every local user and every
+/// program an agent runs.
+pub struct SidePipes {
+    pub to_child: pipe::Sender,
+    pub from_child: pipe::Receiver,
+}
+
+/// Makes the side pipes and has `cmd`'s child put its ends on fds 3 and
+/// 4; returns our ends and the child's (to drop once the child exists).
+pub fn side_pipes(cmd: &mut tokio::process::Command) -> io::Result<(SidePipes, [OwnedFd; 2])> {
+    let (child_reads, we_write) = io::pipe()?;
+    let (we_read, child_writes) = io::pipe()?;
+    // Above 3 and 4 in the parent (close-on-exec, as every fd of ours):
+    // the child's dup2 onto 3 and 4 can then never overwrite the other
+    // end, and always clears close-on-exec on the copy it makes.
+    let high = |fd: OwnedFd| -> io::Result<OwnedFd> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: duplicating an fd we own; the copy is owned below.
+        let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+        if copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `copy` is a new fd nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+    };
+    let child_reads = high(OwnedFd::from(child_reads))?;
+    let child_writes = high(OwnedFd::from(child_writes))?;
+    let (r, w) = {
+        use std::os::fd::AsRawFd;
+        (child_reads.as_raw_fd(), child_writes.as_raw_fd())
+    };
+    // SAFETY: two dup2 calls between fork and exec (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(r, 3) < 0 || libc::dup2(w, 4) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let ours = SidePipes {
+        to_child: pipe::Sender::from_owned_fd(OwnedFd::from(we_write))?,
+        from_child: pipe::Receiver::from_owned_fd(OwnedFd::from(we_read))?,
+    };
+    Ok((ours, [child_reads, child_writes]))
+}
+
 /// The leader dies with us, however we die: the kernel TERMs it when we
 /// go (the parent-death signal, kept across exec), and the sentinel stops
 /// the rest of its tree (see `sentinel.rs`). The signal is TERM, not KILL, so openclaw can still tell

@@ -11,6 +11,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod binding;
+pub mod browser;
 pub mod catalog;
 pub mod cmdline;
 mod environment;
@@ -67,10 +68,12 @@ enum Tool {
     Notify,
     ApprovalsGet,
     ApprovalsSet,
+    BrowserProxy,
+    BrowserUpload,
 }
 
 impl Tool {
-    const ALL: [Tool; 16] = [
+    const ALL: [Tool; 18] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -87,6 +90,8 @@ impl Tool {
         Tool::Notify,
         Tool::ApprovalsGet,
         Tool::ApprovalsSet,
+        Tool::BrowserProxy,
+        Tool::BrowserUpload,
     ];
 
     /// The name on the wire.
@@ -108,13 +113,17 @@ impl Tool {
             Tool::Notify => "system.notify",
             Tool::ApprovalsGet => "system.execApprovals.get",
             Tool::ApprovalsSet => "system.execApprovals.set",
+            Tool::BrowserProxy => "browser.proxy",
+            Tool::BrowserUpload => "browser.proxy.upload.v1",
         }
     }
 
-    /// Whether this machine can offer it at all.
-    fn available(self) -> bool {
+    /// Whether this machine can offer it at all (`browser`: a browser
+    /// was found or named).
+    fn available(self, browser: bool) -> bool {
         match self {
             Tool::Notify => host::can_notify(),
+            Tool::BrowserProxy | Tool::BrowserUpload => browser,
             _ => true,
         }
     }
@@ -124,11 +133,17 @@ impl Tool {
     }
 }
 
-/// Every command this machine can offer, by name.
+/// Every command this machine can offer without a browser, by name.
+#[cfg(test)]
 pub fn available_commands() -> Vec<String> {
+    offered(false)
+}
+
+/// Every command this machine can offer (`browser`: with one).
+fn offered(browser: bool) -> Vec<String> {
     Tool::ALL
         .iter()
-        .filter(|c| c.available())
+        .filter(|c| c.available(browser))
         .map(|c| c.name().to_owned())
         .collect()
 }
@@ -142,8 +157,8 @@ pub fn streams_output(command: &str) -> bool {
 /// The declared surface: every available command, or (`--commands`, as
 /// `openclaw node run --commands` does) those of `only` that are available.
 /// Nothing left is an error, and so is a name this node has never heard of.
-pub fn declared_commands(only: Option<&[String]>) -> Result<Vec<String>, String> {
-    let available = available_commands();
+pub fn declared_commands(only: Option<&[String]>, browser: bool) -> Result<Vec<String>, String> {
+    let available = offered(browser);
     let Some(only) = only else {
         return Ok(available);
     };
@@ -151,6 +166,11 @@ pub fn declared_commands(only: Option<&[String]>) -> Result<Vec<String>, String>
         return Err(format!(
             "--commands: this node has no command {unknown:?}; it offers {}",
             available.join(", ")
+        ));
+    }
+    if let Some(name) = only.iter().find(|n| n.starts_with("browser.") && !browser) {
+        return Err(format!(
+            "--commands: {name} needs a browser, and none was found or named (--browser PATH)"
         ));
     }
     let kept: Vec<String> = available.into_iter().filter(|n| only.contains(n)).collect();
@@ -177,6 +197,8 @@ pub struct Tools {
     declared: Vec<String>,
     /// Plans `system.run.prepare` handed out, which an approval may name.
     plans: plans::Plans,
+    /// The browser `browser.proxy` drives, when there is one.
+    browser: Option<browser::Browser>,
 }
 
 /// One invocation.
@@ -208,6 +230,7 @@ impl Tools {
         policy: Policy,
         audit: audit::Audit,
         declared: Vec<String>,
+        browser: Option<browser::Options>,
     ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
@@ -215,6 +238,7 @@ impl Tools {
             audit,
             declared,
             plans: plans::Plans::default(),
+            browser: browser.map(browser::Browser::new),
         })
     }
 
@@ -453,6 +477,31 @@ impl Tools {
                     false,
                 )
             }
+            Tool::BrowserProxy | Tool::BrowserUpload => {
+                let request = browser::Request::parse(&params, command == Tool::BrowserUpload)?;
+                let (risk, summary) = browser::classify(&request);
+                let call = Call {
+                    command: name.to_owned(),
+                    risk,
+                    summary,
+                    exec: None,
+                    agent: None,
+                    upstream: false,
+                    one_shot: false,
+                };
+                let tools = Arc::clone(self);
+                let budget = inv.timeout;
+                let work = Box::pin(async move {
+                    match &tools.browser {
+                        Some(b) => b.proxy(request, budget).await,
+                        None => Err(ToolError::new(
+                            "UNAVAILABLE",
+                            "UNAVAILABLE: node browser proxy disabled",
+                        )),
+                    }
+                });
+                (call, work as Work<'_>, false)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -596,6 +645,7 @@ mod tests {
             Policy::new(mode, vec![], vec![], &state, None),
             audit::Audit::open(&state),
             available_commands(),
+            None,
         )
     }
 

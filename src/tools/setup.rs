@@ -22,6 +22,8 @@ pub struct Setup<'a> {
     pub asker: &'a str,
     /// Whether a gateway's operators can approve what no terminal can.
     pub gateway: bool,
+    /// The browser `browser.proxy` drives (the node's, when found).
+    pub browser: Option<super::browser::Options>,
 }
 
 /// The executor for `declared` commands. Under `--approval ask` without a
@@ -75,5 +77,11 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         policy.without_gateway()
     };
     let audit = Audit::open(setup.state_dir);
-    Ok(Tools::new(workspace, policy, audit, declared))
+    Ok(Tools::new(
+        workspace,
+        policy,
+        audit,
+        declared,
+        setup.browser.clone(),
+    ))
 }

@@ -154,6 +154,7 @@ mod tests {
             ),
             audit::Audit::open(dir),
             vec![],
+            None,
         )
     }
 

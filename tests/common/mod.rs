@@ -2,6 +2,8 @@
 //! clean environment and a watchdog, and read what they printed.
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod browser;
 #[cfg(unix)]
 pub mod e2e;
 pub mod gateway;

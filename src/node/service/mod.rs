@@ -329,6 +329,22 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     if o.no_agent_tools {
         args.push(word("--no-agent-tools"));
     }
+    let b = &o.browser;
+    if !matches!(b.browser.trim(), "" | "auto") {
+        args.extend([word("--browser"), b.browser.clone()]);
+    }
+    for (on, flag) in [
+        (b.browser_headed, "--browser-headed"),
+        (b.browser_private_network, "--browser-private-network"),
+        (b.browser_evaluate, "--browser-evaluate"),
+    ] {
+        if on {
+            args.push(word(flag));
+        }
+    }
+    for host in &b.browser_allow_host {
+        args.extend([word("--browser-allow-host"), host.clone()]);
+    }
     for server in &o.mcp.flags {
         args.extend([word("--mcp-server"), server.clone()]);
     }

@@ -114,6 +114,7 @@ impl Servers {
                             .map(|(k, v)| (k.into(), v.into()))
                             .collect(),
                         env_remove: SECRET_VARS,
+                        side_pipes: false,
                     },
                     name: c.name,
                     state: Mutex::default(),

@@ -1,0 +1,294 @@
+//! Where the browser may go: OpenClaw's SSRF policy for its browser, held
+//! at the browser itself. Every request a page makes — navigations,
+//! redirects, subresources, popups' first loads — is paused (CDP `Fetch`)
+//! and let through only when its host is not on this machine or its
+//! private networks, unless the node owner opted in
+//! (`--browser-private-network`) or named the host (`--browser-allow-host`).
+//! The browser's own URL is judged, after its canonicalisation (so
+//! `http://0x7f.1/` arrives as `127.0.0.1`).
+//!
+//! Schemes other than http(s), data, blob and about never load: `file:`
+//! would read this machine's files past the workspace.
+//!
+//! Not held: a name that resolves to a public address for us and a
+//! private one for the browser a moment later (DNS rebinding); WebSocket
+//! connections (CDP's `Fetch` does not see them).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::cdp::{Cdp, Event};
+
+/// The owner's opt-ins.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    /// Every private address allowed.
+    pub private_network: bool,
+    /// Hosts allowed though private (exact names, lower case).
+    pub hosts: Vec<String>,
+}
+
+/// What the guard says of a URL without resolving it.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    Allow,
+    Block(String),
+    /// A name to resolve first.
+    Resolve {
+        host: String,
+        port: u16,
+    },
+}
+
+impl Reach {
+    /// Whether requests need pausing at all.
+    pub fn guarding(&self) -> bool {
+        !self.private_network
+    }
+
+    pub fn judge(&self, url: &str) -> Verdict {
+        let Some((scheme, rest)) = url.split_once(':') else {
+            return Verdict::Block(format!("not a URL: {url}"));
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        match scheme.as_str() {
+            "http" | "https" | "ws" | "wss" => {}
+            "data" | "blob" | "about" => return Verdict::Allow,
+            other => {
+                return Verdict::Block(format!(
+                    "the browser on this node does not open {other}: URLs"
+                ));
+            }
+        }
+        let Some(authority) = rest.strip_prefix("//") else {
+            return Verdict::Block(format!("not a URL: {url}"));
+        };
+        let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
+        let host_port = authority.rsplit('@').next().unwrap_or_default();
+        let (host, port) = split_host_port(host_port);
+        let host = host.to_ascii_lowercase();
+        let port = port.unwrap_or(if scheme == "https" || scheme == "wss" {
+            443
+        } else {
+            80
+        });
+        if self.private_network || self.hosts.contains(&host) {
+            return Verdict::Allow;
+        }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return self.judge_ip(&host, ip);
+        }
+        if host.is_empty() {
+            return Verdict::Block(format!("not a URL: {url}"));
+        }
+        if host == "localhost" || host.ends_with(".localhost") {
+            return blocked(&host);
+        }
+        Verdict::Resolve { host, port }
+    }
+
+    fn judge_ip(&self, host: &str, ip: IpAddr) -> Verdict {
+        if not_the_internet(ip) {
+            blocked(host)
+        } else {
+            Verdict::Allow
+        }
+    }
+
+    /// A resolved name: blocked when any of its addresses is private.
+    pub fn judge_resolved(&self, host: &str, addresses: &[IpAddr]) -> Verdict {
+        if addresses.is_empty() {
+            return Verdict::Allow; // the browser's own lookup will fail
+        }
+        match addresses.iter().find(|ip| not_the_internet(**ip)) {
+            Some(_) => blocked(host),
+            None => Verdict::Allow,
+        }
+    }
+}
+
+fn blocked(host: &str) -> Verdict {
+    Verdict::Block(format!(
+        "Navigation blocked: {host} is a private or local address (the node's owner can allow it with --browser-private-network or --browser-allow-host {host})"
+    ))
+}
+
+/// `host[:port]`, IPv6 in brackets.
+fn split_host_port(text: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').unwrap_or((rest, ""));
+        return (host, after.strip_prefix(':').and_then(|p| p.parse().ok()));
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) => (host, port.parse().ok()),
+        None => (text, None),
+    }
+}
+
+/// Private, loopback, link-local, unspecified (which reaches this
+/// machine), multicast and broadcast addresses.
+fn not_the_internet(ip: IpAddr) -> bool {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| v6.to_ipv4()),
+    };
+    crate::shared::net::private_address(ip)
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || v4.is_some_and(|v4| {
+            crate::shared::net::private_v4(v4)
+                || v4.octets()[0] == 0
+                || v4 == Ipv4Addr::BROADCAST
+                || v4.is_multicast()
+        })
+}
+
+/// The hook's half: a paused request is let through or failed. Names
+/// are resolved off the reader's task.
+pub fn on_paused(reach: &Reach, cdp: &Arc<Cdp>, event: &Event) {
+    let Some(id) = event.params["requestId"].as_str().map(str::to_owned) else {
+        return;
+    };
+    let url = event.params["request"]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let session = event.session.clone();
+    match reach.judge(&url) {
+        Verdict::Allow => allow(cdp, session.as_deref(), id),
+        Verdict::Block(why) => block(cdp, session.as_deref(), id, &why),
+        Verdict::Resolve { host, port } => {
+            let (cdp, reach) = (Arc::clone(cdp), reach.clone());
+            tokio::spawn(async move {
+                let addresses: Vec<IpAddr> = tokio::time::timeout(
+                    std::time::Duration::from_secs(10),
+                    tokio::net::lookup_host((host.as_str(), port)),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .map(|a| a.map(|s| s.ip()).collect())
+                .unwrap_or_default();
+                match reach.judge_resolved(&host, &addresses) {
+                    Verdict::Block(why) => block(&cdp, session.as_deref(), id, &why),
+                    _ => allow(&cdp, session.as_deref(), id),
+                }
+            });
+        }
+    }
+}
+
+fn allow(cdp: &Cdp, session: Option<&str>, id: String) {
+    cdp.send(session, "Fetch.continueRequest", json!({ "requestId": id }));
+}
+
+fn block(cdp: &Cdp, session: Option<&str>, id: String, why: &str) {
+    crate::shared::log::say(&format!("browser: {why}"));
+    cdp.send(
+        session,
+        "Fetch.failRequest",
+        json!({ "requestId": id, "errorReason": "BlockedByClient" }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strict() -> Reach {
+        Reach::default()
+    }
+
+    #[test]
+    fn private_and_local_hosts_are_blocked() {
+        for url in [
+            "http://127.0.0.1:8000/",
+            "http://10.1.2.3/",
+            "https://192.168.1.1/admin",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[::1]:9222/json",
+            "http://[::ffff:127.0.0.1]/",
+            "http://0.0.0.0:8000/",
+            "http://localhost/",
+            "http://api.localhost:3000/",
+            "http://user:pw@127.0.0.1/",
+            "http://100.64.0.1/",
+            "ws://127.0.0.1:9222/devtools/browser",
+        ] {
+            assert!(
+                matches!(strict().judge(url), Verdict::Block(_)),
+                "{url} was let through"
+            );
+        }
+    }
+
+    #[test]
+    fn public_hosts_pass_and_names_are_resolved_first() {
+        assert_eq!(strict().judge("https://93.184.215.14/"), Verdict::Allow);
+        assert_eq!(
+            strict().judge("https://Example.com:8443/x?y#z"),
+            Verdict::Resolve {
+                host: "example.com".into(),
+                port: 8443
+            }
+        );
+        assert_eq!(strict().judge("about:blank"), Verdict::Allow);
+        assert_eq!(strict().judge("data:text/html,hi"), Verdict::Allow);
+    }
+
+    #[test]
+    fn local_files_and_browser_pages_never_load() {
+        for url in [
+            "file:///etc/passwd",
+            "chrome://settings",
+            "view-source:http://example.com",
+            "javascript:alert(1)",
+            "nonsense",
+        ] {
+            assert!(
+                matches!(strict().judge(url), Verdict::Block(_)),
+                "{url} was let through"
+            );
+        }
+        // Not even with the private network allowed.
+        let open = Reach {
+            private_network: true,
+            hosts: vec![],
+        };
+        assert!(matches!(
+            open.judge("file:///etc/passwd"),
+            Verdict::Block(_)
+        ));
+        assert_eq!(open.judge("http://127.0.0.1:8000/"), Verdict::Allow);
+    }
+
+    #[test]
+    fn a_named_host_is_allowed_and_only_it() {
+        let reach = Reach {
+            private_network: false,
+            hosts: vec!["127.0.0.1".into(), "intranet".into()],
+        };
+        assert_eq!(reach.judge("http://127.0.0.1:8000/"), Verdict::Allow);
+        assert_eq!(reach.judge("http://INTRANET/"), Verdict::Allow);
+        assert!(matches!(
+            reach.judge("http://127.0.0.2/"),
+            Verdict::Block(_)
+        ));
+    }
+
+    #[test]
+    fn a_name_resolving_to_any_private_address_is_blocked() {
+        let public: IpAddr = "93.184.215.14".parse().unwrap();
+        let private: IpAddr = "10.0.0.5".parse().unwrap();
+        assert_eq!(
+            strict().judge_resolved("a.example", &[public]),
+            Verdict::Allow
+        );
+        assert!(matches!(
+            strict().judge_resolved("a.example", &[public, private]),
+            Verdict::Block(_)
+        ));
+    }
+}

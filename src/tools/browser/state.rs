@@ -1,0 +1,573 @@
+//! What the browser told us, kept as it arrives: the tabs (OpenClaw's
+//! `t1`, `t2`… names beside the raw target ids), each tab's session, its
+//! console, errors, requests and dialogs (bounded rings), the refs of its
+//! last snapshot, and what is armed for its next dialog or file chooser.
+//!
+//! Updated by the event hook on the reader's task: it never waits, and
+//! answers what must be answered at once (a dialog nobody armed is
+//! dismissed, so no page can hang us; a file chooser gets its armed files
+//! or none).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::cdp::{Cdp, Event};
+
+/// Entries a tab's console, error and request logs keep.
+pub const RING: usize = 500;
+/// Characters kept of one console message or error.
+const TEXT: usize = 4000;
+
+/// A bounded log: the newest [`RING`] entries.
+#[derive(Default)]
+pub struct Ring(VecDeque<Value>);
+
+impl Ring {
+    pub fn push(&mut self, entry: Value) {
+        if self.0.len() == RING {
+            self.0.pop_front();
+        }
+        self.0.push_back(entry);
+    }
+    pub fn entries(&self) -> Vec<Value> {
+        self.0.iter().cloned().collect()
+    }
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+    fn find_mut(&mut self, id: &str) -> Option<&mut Value> {
+        self.0.iter_mut().rev().find(|e| e["id"] == id)
+    }
+}
+
+/// Element refs of a tab's current document.
+#[derive(Default)]
+pub struct Refs {
+    /// The document they belong to (a new one forgets them).
+    pub document: u32,
+    /// ref → backend DOM node id.
+    pub nodes: HashMap<String, i64>,
+    /// backend DOM node id → ref, so a ref stays the same across
+    /// snapshots of one document.
+    pub by_node: HashMap<i64, String>,
+    pub next: u32,
+}
+
+impl Refs {
+    /// The ref of a node, made on first sight: `e1`, `e2`… on the first
+    /// document of a tab, `f2e1`… on the next ones (OpenClaw's shape).
+    pub fn of(&mut self, node: i64) -> String {
+        if let Some(r) = self.by_node.get(&node) {
+            return r.clone();
+        }
+        self.next += 1;
+        let r = if self.document <= 1 {
+            format!("e{}", self.next)
+        } else {
+            format!("f{}e{}", self.document, self.next)
+        };
+        self.nodes.insert(r.clone(), node);
+        self.by_node.insert(node, r.clone());
+        r
+    }
+}
+
+/// What the next dialog gets, until when.
+#[derive(Clone)]
+pub struct DialogAnswer {
+    pub accept: bool,
+    pub prompt_text: Option<String>,
+    pub until: std::time::Instant,
+}
+
+/// Answers the open dialog of `session`.
+pub fn answer_dialog(cdp: &Cdp, session: Option<&str>, answer: &DialogAnswer) {
+    let mut params = json!({ "accept": answer.accept });
+    if let Some(text) = &answer.prompt_text {
+        params["promptText"] = json!(text);
+    }
+    cdp.send(session, "Page.handleJavaScriptDialog", params);
+}
+
+pub struct Tab {
+    pub target_id: String,
+    pub tab_id: String,
+    pub label: Option<String>,
+    pub title: String,
+    pub url: String,
+    pub session: Option<String>,
+    pub refs: Refs,
+    pub console: Ring,
+    pub errors: Ring,
+    pub requests: Ring,
+    /// Dialogs open now (the page waits on them), oldest first.
+    pub pending_dialogs: Vec<Value>,
+    /// The last 20 closed.
+    pub recent_dialogs: VecDeque<Value>,
+    dialog_seq: u32,
+    pub armed_dialog: Option<DialogAnswer>,
+    pub armed_files: Option<Vec<PathBuf>>,
+    /// File choosers opened since the last arming (backend node ids).
+    pub choosers: u32,
+    documents: u32,
+}
+
+impl Tab {
+    fn new(target_id: String, tab_id: String) -> Self {
+        Self {
+            target_id,
+            tab_id,
+            label: None,
+            title: String::new(),
+            url: String::new(),
+            session: None,
+            refs: Refs {
+                document: 1,
+                ..Refs::default()
+            },
+            console: Ring::default(),
+            errors: Ring::default(),
+            requests: Ring::default(),
+            pending_dialogs: Vec::new(),
+            recent_dialogs: VecDeque::new(),
+            dialog_seq: 0,
+            armed_dialog: None,
+            armed_files: None,
+            choosers: 0,
+            documents: 1,
+        }
+    }
+
+    /// A dialog closed (by `"agent"`, `"armed"` or `"remote"`).
+    pub fn close_dialog(&mut self, mut dialog: Value, by: &str) {
+        dialog["closedAt"] = json!(iso_time(None));
+        dialog["closedBy"] = json!(by);
+        if self.recent_dialogs.len() == 20 {
+            self.recent_dialogs.pop_front();
+        }
+        self.recent_dialogs.push_back(dialog);
+    }
+
+    /// `browserState` as OpenClaw's routes report it.
+    pub fn browser_state(&self) -> Value {
+        json!({ "dialogs": {
+            "pending": self.pending_dialogs,
+            "recent": self.recent_dialogs.iter().collect::<Vec<_>>(),
+        }})
+    }
+
+    /// The tab as `GET /tabs` lists it.
+    pub fn json(&self) -> Value {
+        let mut tab = json!({
+            "suggestedTargetId": self.tab_id,
+            "tabId": self.tab_id,
+            "targetId": self.target_id,
+            "title": self.title,
+            "url": self.url,
+            "type": "page",
+        });
+        if let Some(label) = &self.label {
+            tab["label"] = json!(label);
+        }
+        tab
+    }
+}
+
+/// A download the browser reported.
+#[derive(Clone, Debug)]
+pub struct Download {
+    pub guid: String,
+    pub url: String,
+    pub suggested: String,
+    /// `inProgress`, `completed` or `canceled`.
+    pub state: String,
+    pub bytes: u64,
+}
+
+#[derive(Default)]
+pub struct State {
+    pub tabs: Vec<Tab>,
+    next_tab: u32,
+    /// The tab calls without a `targetId` mean.
+    pub current: Option<String>,
+    pub downloads: Vec<Download>,
+}
+
+impl State {
+    pub fn tab(&self, target_id: &str) -> Option<&Tab> {
+        self.tabs.iter().find(|t| t.target_id == target_id)
+    }
+    pub fn tab_mut(&mut self, target_id: &str) -> Option<&mut Tab> {
+        self.tabs.iter_mut().find(|t| t.target_id == target_id)
+    }
+    fn by_session(&mut self, session: &str) -> Option<&mut Tab> {
+        self.tabs
+            .iter_mut()
+            .find(|t| t.session.as_deref() == Some(session))
+    }
+
+    /// A page target seen for the first time gets the next `tN`.
+    pub fn add(&mut self, target_id: &str, url: &str, title: &str) -> &mut Tab {
+        if let Some(i) = self.tabs.iter().position(|t| t.target_id == target_id) {
+            return &mut self.tabs[i];
+        }
+        self.next_tab += 1;
+        let mut tab = Tab::new(target_id.to_owned(), format!("t{}", self.next_tab));
+        tab.url = url.to_owned();
+        tab.title = title.to_owned();
+        self.tabs.push(tab);
+        if self.current.is_none() {
+            self.current = Some(target_id.to_owned());
+        }
+        self.tabs.last_mut().expect("just pushed")
+    }
+
+    fn remove(&mut self, target_id: &str) {
+        self.tabs.retain(|t| t.target_id != target_id);
+        if self.current.as_deref() == Some(target_id) {
+            self.current = self.tabs.last().map(|t| t.target_id.clone());
+        }
+    }
+
+    /// A tab named as OpenClaw's routes accept it: `t1`, a label, a raw
+    /// target id, or a unique prefix of one. None: the current tab.
+    pub fn resolve(&self, name: Option<&str>) -> Result<String, String> {
+        let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+            return self
+                .current
+                .clone()
+                .or_else(|| self.tabs.last().map(|t| t.target_id.clone()))
+                .ok_or_else(|| "no tab is open".to_owned());
+        };
+        if let Some(t) = self
+            .tabs
+            .iter()
+            .find(|t| t.tab_id == name || t.target_id == name || t.label.as_deref() == Some(name))
+        {
+            return Ok(t.target_id.clone());
+        }
+        let upper = name.to_ascii_uppercase();
+        let matches: Vec<&Tab> = self
+            .tabs
+            .iter()
+            .filter(|t| t.target_id.starts_with(&upper))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(one.target_id.clone()),
+            [] => Err(format!("tab not found: {name}")),
+            _ => Err(format!("ambiguous target id prefix: {name}")),
+        }
+    }
+}
+
+/// Cuts `text` to [`TEXT`] characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(TEXT) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// The event hook's work: record, and answer what cannot wait.
+pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
+    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+    let p = &event.params;
+    let session = event.session.as_deref();
+    match event.method.as_str() {
+        "Target.targetCreated" | "Target.targetInfoChanged" => {
+            let info = &p["targetInfo"];
+            if info["type"] == "page" {
+                let id = info["targetId"].as_str().unwrap_or_default();
+                let tab = state.add(
+                    id,
+                    info["url"].as_str().unwrap_or_default(),
+                    info["title"].as_str().unwrap_or_default(),
+                );
+                tab.url = info["url"].as_str().unwrap_or_default().to_owned();
+                tab.title = info["title"].as_str().unwrap_or_default().to_owned();
+            }
+        }
+        "Target.targetDestroyed" => {
+            if let Some(id) = p["targetId"].as_str() {
+                state.remove(id);
+            }
+        }
+        "Target.attachedToTarget" => {
+            let info = &p["targetInfo"];
+            if info["type"] == "page" {
+                let id = info["targetId"].as_str().unwrap_or_default();
+                let tab = state.add(
+                    id,
+                    info["url"].as_str().unwrap_or_default(),
+                    info["title"].as_str().unwrap_or_default(),
+                );
+                tab.session = p["sessionId"].as_str().map(str::to_owned);
+            }
+        }
+        "Page.frameNavigated" => {
+            // The main frame's new document: its refs are gone.
+            let frame = &p["frame"];
+            if frame.get("parentId").is_none()
+                && let Some(tab) = session.and_then(|s| state.by_session(s))
+            {
+                tab.documents += 1;
+                tab.refs = Refs {
+                    document: tab.documents,
+                    ..Refs::default()
+                };
+                tab.url = frame["url"].as_str().unwrap_or_default().to_owned();
+            }
+        }
+        "Runtime.consoleAPICalled" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                let text = p["args"]
+                    .as_array()
+                    .map(|args| args.iter().map(remote_text).collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default();
+                let frame = &p["stackTrace"]["callFrames"][0];
+                let mut entry = json!({
+                    "type": p["type"],
+                    "text": cut(&text),
+                    "timestamp": iso_time(p["timestamp"].as_f64()),
+                });
+                if frame.is_object() {
+                    entry["location"] = json!({
+                        "url": frame["url"],
+                        "lineNumber": frame["lineNumber"],
+                        "columnNumber": frame["columnNumber"],
+                    });
+                }
+                tab.console.push(entry);
+            }
+        }
+        "Runtime.exceptionThrown" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                let details = &p["exceptionDetails"];
+                let exception = &details["exception"];
+                let message = exception["description"]
+                    .as_str()
+                    .or(details["text"].as_str())
+                    .unwrap_or("error");
+                let first_line = message.lines().next().unwrap_or(message);
+                let (name, text) = match first_line.split_once(": ") {
+                    Some((name, text)) if !name.contains(' ') => (Some(name), text),
+                    _ => (exception["className"].as_str(), first_line),
+                };
+                tab.errors.push(json!({
+                    "message": cut(text),
+                    "name": name,
+                    "stack": cut(message),
+                    "timestamp": iso_time(p["timestamp"].as_f64()),
+                }));
+            }
+        }
+        "Network.requestWillBeSent" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                let request = &p["request"];
+                tab.requests.push(json!({
+                    "id": p["requestId"],
+                    "timestamp": iso_time(p["wallTime"].as_f64().map(|s| s * 1000.0)),
+                    "method": request["method"],
+                    "url": cut(request["url"].as_str().unwrap_or_default()),
+                    "resourceType": p["type"].as_str().map(str::to_lowercase),
+                }));
+            }
+        }
+        "Network.responseReceived" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                let id = p["requestId"].as_str().unwrap_or_default().to_owned();
+                if let Some(entry) = tab.requests.find_mut(&id) {
+                    let status = p["response"]["status"].as_u64().unwrap_or(0);
+                    entry["status"] = json!(status);
+                    entry["ok"] = json!((200..400).contains(&status));
+                }
+            }
+        }
+        "Network.loadingFailed" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                let id = p["requestId"].as_str().unwrap_or_default().to_owned();
+                if let Some(entry) = tab.requests.find_mut(&id) {
+                    entry["failureText"] = p["errorText"].clone();
+                    entry["ok"] = json!(false);
+                }
+            }
+        }
+        "Page.javascriptDialogOpening" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                tab.dialog_seq += 1;
+                let mut dialog = json!({
+                    "id": format!("d{}", tab.dialog_seq),
+                    "type": p["type"],
+                    "message": cut(p["message"].as_str().unwrap_or_default()),
+                    "openedAt": iso_time(None),
+                });
+                if p["type"] == "prompt" {
+                    dialog["defaultValue"] = p["defaultPrompt"].clone();
+                }
+                // Armed (and not expired): answered at once. Not: it stays
+                // pending for the agent to see and answer (`/hooks/dialog`);
+                // no action waits on a page behind it.
+                match tab
+                    .armed_dialog
+                    .take()
+                    .filter(|a| a.until > std::time::Instant::now())
+                {
+                    Some(answer) => {
+                        answer_dialog(cdp, session, &answer);
+                        tab.close_dialog(dialog, "armed");
+                    }
+                    None => tab.pending_dialogs.push(dialog),
+                }
+            }
+        }
+        "Page.javascriptDialogClosed" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s))
+                && !tab.pending_dialogs.is_empty()
+            {
+                let dialog = tab.pending_dialogs.remove(0);
+                tab.close_dialog(dialog, "remote");
+            }
+        }
+        "Page.fileChooserOpened" => {
+            if let Some(tab) = session.and_then(|s| state.by_session(s)) {
+                tab.choosers += 1;
+                if let (Some(files), Some(node)) =
+                    (tab.armed_files.take(), p["backendNodeId"].as_i64())
+                {
+                    let files: Vec<String> =
+                        files.iter().map(|f| f.display().to_string()).collect();
+                    cdp.send(
+                        session,
+                        "DOM.setFileInputFiles",
+                        json!({ "files": files, "backendNodeId": node }),
+                    );
+                }
+            }
+        }
+        "Browser.downloadWillBegin" => {
+            state.downloads.push(Download {
+                guid: p["guid"].as_str().unwrap_or_default().to_owned(),
+                url: p["url"].as_str().unwrap_or_default().to_owned(),
+                suggested: p["suggestedFilename"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                state: "inProgress".into(),
+                bytes: 0,
+            });
+            let excess = state.downloads.len().saturating_sub(64);
+            state.downloads.drain(..excess);
+        }
+        "Browser.downloadProgress" => {
+            let guid = p["guid"].as_str().unwrap_or_default();
+            if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid) {
+                d.state = p["state"].as_str().unwrap_or("inProgress").to_owned();
+                d.bytes = p["receivedBytes"].as_u64().unwrap_or(d.bytes);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A console argument as text.
+fn remote_text(arg: &Value) -> String {
+    match arg.get("value") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => arg["description"]
+            .as_str()
+            .or(arg["unserializableValue"].as_str())
+            .unwrap_or(arg["type"].as_str().unwrap_or(""))
+            .to_owned(),
+    }
+}
+
+/// Milliseconds since the epoch as an ISO time.
+fn iso_time(ms: Option<f64>) -> String {
+    let ms = ms.unwrap_or_else(|| crate::shared::clock::now_ms() as f64) as i64;
+    let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_are_utc() {
+        assert_eq!(iso_time(Some(0.0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            iso_time(Some(1_795_651_200_123.0)),
+            "2026-11-26T00:00:00.123Z"
+        );
+        assert_eq!(
+            iso_time(Some(951_782_400_000.0)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn tabs_resolve_by_name_label_id_and_unique_prefix() {
+        let mut s = State::default();
+        s.add("ABCDEF01", "about:blank", "");
+        s.add("ABC99999", "about:blank", "").label = Some("mail".into());
+        assert_eq!(s.resolve(Some("t1")).unwrap(), "ABCDEF01");
+        assert_eq!(s.resolve(Some("mail")).unwrap(), "ABC99999");
+        assert_eq!(s.resolve(Some("abcd")).unwrap(), "ABCDEF01");
+        assert!(s.resolve(Some("ABC")).unwrap_err().contains("ambiguous"));
+        assert!(s.resolve(Some("t9")).unwrap_err().contains("not found"));
+        assert_eq!(s.resolve(None).unwrap(), "ABCDEF01");
+        s.remove("ABCDEF01");
+        assert_eq!(s.resolve(None).unwrap(), "ABC99999");
+        // A new tab takes the next name, never a closed one's.
+        assert_eq!(s.add("NEW", "", "").tab_id, "t3");
+    }
+
+    #[test]
+    fn refs_are_stable_in_a_document_and_prefixed_after_it() {
+        let mut r = Refs {
+            document: 1,
+            ..Refs::default()
+        };
+        assert_eq!(r.of(40), "e1");
+        assert_eq!(r.of(41), "e2");
+        assert_eq!(r.of(40), "e1");
+        let mut next = Refs {
+            document: 2,
+            ..Refs::default()
+        };
+        assert_eq!(next.of(40), "f2e1");
+        assert_eq!(next.nodes["f2e1"], 40);
+    }
+
+    #[test]
+    fn rings_keep_the_newest() {
+        let mut r = Ring::default();
+        for i in 0..(RING + 5) {
+            r.push(json!(i));
+        }
+        let e = r.entries();
+        assert_eq!(e.len(), RING);
+        assert_eq!(e[0], json!(5));
+    }
+}

@@ -1,0 +1,486 @@
+//! `browser.proxy` on a real Chromium (Debian's `chromium`, installed by
+//! scripts/chromium.sh), driven through a fake gateway: the routes the
+//! agent's `browser` tool uses, on a local test page
+//! (tests/fixtures/browser), with the policy's classes, the SSRF guard,
+//! files both ways, dialogs, a crashed browser and the tree's end.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine;
+use common::browser::{chromium, serve_fixtures};
+use common::gateway::{Config, FakeGateway};
+use common::node::{Node, connected, payload};
+use serde_json::{Value, json};
+
+/// One proxied route; the node's payload.
+async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
+    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
+    let answer = gw.invoke("browser.proxy", params).await;
+    payload(&answer)
+}
+
+/// A route that must succeed; its result.
+async fn ok(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
+    let p = route(gw, method, path, body).await;
+    assert!(p.get("error").is_none(), "{method} {path}: {p}");
+    p["result"].clone()
+}
+
+async fn get(gw: &FakeGateway, path: &str, query: Value) -> Value {
+    let params = json!({ "method": "GET", "path": path, "query": query, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
+    let p = payload(&gw.invoke("browser.proxy", params).await);
+    assert!(p.get("error").is_none(), "GET {path}: {p}");
+    p["result"].clone()
+}
+
+/// The ref of the first snapshot line that holds `needle`.
+fn ref_of(snapshot: &str, needle: &str) -> String {
+    let line = snapshot
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
+    let start = line.find("[ref=").expect("a ref") + 5;
+    line[start..].split(']').next().unwrap().to_owned()
+}
+
+async fn snapshot(gw: &FakeGateway) -> String {
+    let s = get(gw, "/snapshot", json!({ "format": "ai" })).await;
+    s["snapshot"].as_str().unwrap().to_owned()
+}
+
+async fn browser_node(extra: &[&str]) -> (FakeGateway, Node) {
+    let browser = chromium();
+    let mut args = vec!["--browser", browser.as_str(), "--approval", "allow"];
+    args.extend(extra);
+    connected(Config::default(), &args).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whole_small_task_open_read_fill_submit_screenshot() {
+    let site = serve_fixtures();
+    let (gw, node) = browser_node(&["--browser-private-network"]).await;
+    let connect = &gw.connects()[0];
+    assert!(
+        connect["caps"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("browser")),
+        "{connect}"
+    );
+    let commands = connect["commands"].as_array().unwrap();
+    assert!(
+        commands.contains(&json!("browser.proxy"))
+            && commands.contains(&json!("browser.proxy.upload.v1"))
+    );
+
+    let status = get(&gw, "/", json!({})).await;
+    assert_eq!(status["running"], false);
+    let tab = ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+    )
+    .await;
+    assert_eq!(tab["tabId"], "t2", "the first blank tab is t1: {tab}");
+    assert_eq!(tab["title"], "Clawbot test page");
+    let status = get(&gw, "/", json!({})).await;
+    assert_eq!(status["running"], true);
+    let pid = status["pid"].as_u64().unwrap();
+
+    let text = snapshot(&gw).await;
+    assert!(
+        text.contains("- heading \"Order form\" [level=1] [ref="),
+        "{text}"
+    );
+    let name = ref_of(&text, "textbox \"Your name\"");
+    let size = ref_of(&text, "combobox \"Size\"");
+    let gift = ref_of(&text, "checkbox \"Gift wrap\"");
+    let change = ref_of(&text, "button \"Change text\"");
+
+    // A click the page answers.
+    let clicked = ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": change }),
+    )
+    .await;
+    assert_eq!(clicked["ok"], true);
+    let page = get(&gw, "/text", json!({})).await;
+    assert!(
+        page["text"].as_str().unwrap().contains("Text changed."),
+        "{page}"
+    );
+    let console = get(&gw, "/console", json!({})).await;
+    assert_eq!(
+        console["messages"][0]["text"], "changed the text",
+        "{console}"
+    );
+
+    // Fill the form and submit it by typing Enter.
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "select", "ref": size, "values": ["Large"] }),
+    )
+    .await;
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "fill", "fields": [{ "ref": gift, "type": "checkbox", "value": true }] }),
+    )
+    .await;
+    let typed = ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "type", "ref": name, "text": "Ada", "submit": true }),
+    )
+    .await;
+    assert_eq!(typed["ok"], true);
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Thank you" }),
+    )
+    .await;
+    let done = get(&gw, "/text", json!({})).await;
+    assert_eq!(
+        done["text"].as_str().unwrap().lines().last().unwrap(),
+        "Thank you Ada, size l, gift wrapped.",
+        "{done}"
+    );
+    // The old document's refs are gone with it.
+    let stale = route(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": change }),
+    )
+    .await;
+    assert_eq!(stale["error"]["status"], 500);
+    assert_eq!(
+        stale["error"]["body"]["error"],
+        format!(
+            "Error: Unknown ref \"{change}\". Run a new snapshot and use a ref from that snapshot."
+        )
+    );
+
+    // The screenshot travels as a file.
+    let shot = route(&gw, "POST", "/screenshot", json!({})).await;
+    let path = shot["result"]["path"].as_str().unwrap();
+    let file = &shot["files"][0];
+    assert_eq!(file["path"], path);
+    assert_eq!(file["mimeType"], "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(file["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(
+        !std::path::Path::new(path).exists(),
+        "sent files are not kept"
+    );
+    let pdf = route(&gw, "POST", "/pdf", json!({})).await;
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(pdf["files"][0]["base64"].as_str().unwrap())
+        .unwrap();
+    assert!(pdf.starts_with(b"%PDF-"));
+
+    // Every call was audited.
+    let audit = std::fs::read_to_string(node.state().join("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .filter(|l| l.contains("\"browser.proxy\""))
+            .count()
+            >= 10
+    );
+
+    // The browser's whole tree ends with the node, even a SIGKILLed one.
+    let tree = descendants(pid);
+    assert!(tree.len() > 1, "{tree:?}");
+    node.signal(libc::SIGKILL);
+    let gone = wait_until(Duration::from_secs(10), || tree.iter().all(|p| !alive(*p))).await;
+    assert!(
+        gone,
+        "the browser outlived the node: {:?}",
+        tree.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_dialogs_and_downloads() {
+    let site = serve_fixtures();
+    let (gw, node) = browser_node(&["--browser-allow-host", "127.0.0.1"]).await;
+    ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+    )
+    .await;
+    let text = snapshot(&gw).await;
+    let attachment = ref_of(&text, "button \"Attachment\"");
+    let ask = ref_of(&text, "button \"Ask me\"");
+    let report = ref_of(&text, "link \"Download the report\"");
+
+    // Upload: staged from the gateway's envelope, handed to the chooser.
+    let upload = json!({
+        "method": "POST", "path": "/hooks/file-chooser", "errorEnvelope": "browser-v1", "timeoutMs": 20000,
+        "body": { "ref": attachment },
+        "upload": { "envelope": "browser-upload-v1", "files": [{ "name": "../notes.txt",
+            "contentBase64": base64::engine::general_purpose::STANDARD.encode("hello from the gateway\n") }] },
+    });
+    let answer = payload(&gw.invoke("browser.proxy.upload.v1", upload).await);
+    assert_eq!(answer["result"]["ok"], true, "{answer}");
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Picked notes.txt" }),
+    )
+    .await;
+    let page = get(&gw, "/text", json!({})).await;
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap()
+            .contains("Picked notes.txt: hello from the gateway"),
+        "{page}"
+    );
+    let staged = node.state().join("browser/uploads/.proxy-uploads");
+    assert!(std::fs::read_dir(&staged).unwrap().count() == 1);
+    // A path of this machine is never handed to a page.
+    let hostile = route(
+        &gw,
+        "POST",
+        "/hooks/file-chooser",
+        json!({ "ref": attachment, "paths": ["/etc/passwd"] }),
+    )
+    .await;
+    assert_eq!(hostile["error"]["status"], 400, "{hostile}");
+
+    // A prompt: the click reports the dialog, the agent answers it.
+    let clicked = ok(&gw, "POST", "/act", json!({ "kind": "click", "ref": ask })).await;
+    assert_eq!(clicked["blockedByDialog"], true, "{clicked}");
+    let pending = &clicked["browserState"]["dialogs"]["pending"][0];
+    assert_eq!(pending["type"], "prompt");
+    assert_eq!(pending["message"], "Your favourite colour?");
+    let blocked = get(&gw, "/snapshot", json!({})).await;
+    assert_eq!(blocked["blockedByDialog"], true);
+    ok(
+        &gw,
+        "POST",
+        "/hooks/dialog",
+        json!({ "accept": true, "promptText": "teal" }),
+    )
+    .await;
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Answer: teal" }),
+    )
+    .await;
+    // Armed before: answered as armed, the click finishes.
+    ok(&gw, "POST", "/hooks/dialog", json!({ "accept": false })).await;
+    let clicked = ok(&gw, "POST", "/act", json!({ "kind": "click", "ref": ask })).await;
+    assert!(clicked.get("blockedByDialog").is_none(), "{clicked}");
+    ok(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Dismissed." }),
+    )
+    .await;
+
+    // A download travels back as a file.
+    let got = route(
+        &gw,
+        "POST",
+        "/download",
+        json!({ "ref": report, "path": "report.txt" }),
+    )
+    .await;
+    assert_eq!(
+        got["result"]["download"]["suggestedFilename"], "report.txt",
+        "{got}"
+    );
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(got["files"][0]["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(bytes, b"quarterly report: 42 widgets\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_guards_what_a_page_may_reach_and_what_an_agent_may_do() {
+    let site = serve_fixtures();
+    // No opt-in: this machine's pages are out of reach; acting needs approval.
+    let (gw, node) = browser_node(&[]).await;
+    let _ = node;
+    let blocked = route(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+    )
+    .await;
+    assert_eq!(blocked["error"]["status"], 400, "{blocked}");
+    assert_eq!(blocked["error"]["body"]["reason"], "navigation_blocked");
+    for url in [
+        "file:///etc/passwd",
+        "http://169.254.169.254/",
+        "http://user:pw@example.com/",
+    ] {
+        let b = route(&gw, "POST", "/navigate", json!({ "url": url })).await;
+        assert_eq!(
+            b["error"]["body"]["reason"], "navigation_blocked",
+            "{url}: {b}"
+        );
+    }
+    // Evaluate is the owner's choice, and OpenClaw's refusal says so.
+    let e = route(
+        &gw,
+        "POST",
+        "/act",
+        json!({ "kind": "evaluate", "fn": "() => document.cookie" }),
+    )
+    .await;
+    assert_eq!(e["error"]["status"], 403);
+    assert_eq!(e["error"]["body"]["code"], "ACT_EVALUATE_DISABLED");
+
+    // Under --approval deny a click is refused, a read is not.
+    let (gw, _node) = connected(
+        Config::default(),
+        &[
+            "--browser",
+            &chromium(),
+            "--approval",
+            "deny",
+            "--browser-private-network",
+        ],
+    )
+    .await;
+    ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+    )
+    .await;
+    let text = snapshot(&gw).await;
+    let change = ref_of(&text, "button \"Change text\"");
+    let refused = gw
+        .invoke(
+            "browser.proxy",
+            json!({ "method": "POST", "path": "/act", "body": { "kind": "click", "ref": change } }),
+        )
+        .await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["error"]["code"], "USER_REJECTED");
+    let page = get(&gw, "/text", json!({})).await;
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap()
+            .contains("Nothing submitted yet.")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_browser_is_started_again_with_a_clear_status() {
+    let site = serve_fixtures();
+    let (gw, _node) = browser_node(&["--browser-private-network"]).await;
+    ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+    )
+    .await;
+    let pid = get(&gw, "/", json!({})).await["pid"].as_u64().unwrap();
+    for p in descendants(pid) {
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(wait_until(Duration::from_secs(10), || !alive(pid)).await);
+    let tab = ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/second.html") }),
+    )
+    .await;
+    assert_eq!(tab["title"], "Second page");
+    let status = get(&gw, "/", json!({})).await;
+    assert_eq!(status["running"], true);
+    assert_ne!(status["pid"].as_u64().unwrap(), pid);
+    assert!(
+        status["lastExit"]
+            .as_str()
+            .unwrap()
+            .starts_with("the browser stopped"),
+        "{status}"
+    );
+    let errors = get(&gw, "/errors", json!({})).await;
+    assert!(
+        errors["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("second page error"),
+        "{errors}"
+    );
+}
+
+/// `pid` and every process below it.
+fn descendants(pid: u64) -> Vec<u64> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let parent = all[i];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(p) = entry.file_name().to_string_lossy().parse::<u64>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1))
+                .and_then(|x| x.parse::<u64>().ok());
+            if ppid == Some(parent) && !all.contains(&p) {
+                all.push(p);
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + within;
+    while std::time::Instant::now() < end {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
