@@ -35,6 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 "$here/sandbox.sh" install
+# Debian's Chromium for the node's browser (tests/e2e_browser.rs).
+"$here/chromium.sh" >/dev/null
 # The three gateways start side by side (about 15 s each).
 # As root the second host is required: a failure to make it fails the suite.
 "$here/sandbox.sh" up & main_up=$!; jobs_up+=("$main_up")
@@ -56,7 +58,7 @@ if [ -n "$remote_up" ]; then
 fi
 eval "$("$here/sandbox.sh" env)"
 # The suite is split by idea (tests/e2e_*.rs: router, node, node_agents,
-# doctor, tls), one test crate each; every file of that name runs here, so
+# doctor, tls, browser), one test crate each; every file of that name runs here, so
 # a new one cannot be left out.
 for file in "$here"/../tests/e2e_*.rs; do
   suite=$(basename "$file" .rs)

@@ -10,12 +10,11 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::e2e::{RealNode, gateway_log_count, openclaw, real_router, sandbox};
+use common::e2e::{RealNode, gateway_log_count, openclaw, real_router, turn_with_approvals};
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
@@ -232,45 +231,6 @@ fn e2e_openclaw_approvals_manage_the_nodes_allowlist() {
         "{}",
         node.log()
     );
-}
-
-/// One agent turn started by an approver (`scripts/approver.mjs`): each
-/// exec approval it sees is resolved with `decide(command)`; the turn's
-/// text, and the approvals that were raised.
-fn turn_with_approvals(message: &str, decide: &dyn Fn(&str) -> &'static str) -> (String, usize) {
-    let mut child = Command::new("node")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/approver.mjs"))
-        .arg(message)
-        .envs(sandbox())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("node on PATH (the sandbox's)");
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut approvals = 0;
-    for line in std::io::BufRead::lines(stdout) {
-        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if let Some(id) = line["approval"].as_str() {
-            approvals += 1;
-            let decision = decide(line["command"].as_str().unwrap_or(""));
-            let (out, err, code) = openclaw(&["approvals", "resolve", id, decision, "--json"]);
-            assert_eq!(
-                code,
-                Some(0),
-                "approvals resolve {id} {decision}: {out}\n{err}"
-            );
-        } else if line.get("text").is_some() {
-            let _ = child.wait();
-            return (line["text"].as_str().unwrap_or("").to_owned(), approvals);
-        } else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("approver: {line}");
-        }
-    }
-    let _ = child.wait();
-    panic!("the approver ended without an answer");
 }
 
 #[test]

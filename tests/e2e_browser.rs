@@ -1,0 +1,206 @@
+//! The node's browser through the real OpenClaw gateway: the operator's
+//! `browser.request … target:"node"` and an agent turn whose model calls
+//! OpenClaw's `browser` tool, on Debian's Chromium and the test page
+//! (tests/fixtures/browser). Ignored by a plain `cargo test` (they need the
+//! sandbox); `scripts/e2e.sh` brings it up and runs them.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::browser::{chromium, serve_fixtures};
+use common::e2e::{RealNode, openclaw, turn_with_approvals};
+use serde_json::{Value, json};
+
+/// `openclaw gateway call browser.request` to the node; the route's body.
+fn request(node: &str, method: &str, path: &str, body: Value, query: Value) -> Value {
+    let params = json!({ "method": method, "path": path, "body": body, "query": query, "target": "node", "node": node });
+    let (stdout, stderr, code) = openclaw(&[
+        "gateway",
+        "call",
+        "browser.request",
+        "--params",
+        &params.to_string(),
+        "--timeout",
+        "60000",
+        "--json",
+    ]);
+    assert_eq!(
+        code,
+        Some(0),
+        "browser.request {method} {path}:\n{stdout}\n{stderr}"
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|_| panic!("no JSON from browser.request:\n{stdout}\n{stderr}"))
+}
+
+/// The ref right after `needle` (a snapshot's text, raw or inside an
+/// agent's JSON-escaped result).
+fn ref_of(snapshot: &str, needle: &str) -> String {
+    let at = snapshot
+        .find(needle)
+        .unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
+    let rest = &snapshot[at..];
+    let start = rest.find("[ref=").expect("a ref") + 5;
+    rest[start..].split(']').next().unwrap().to_owned()
+}
+
+fn browser_node(name: &str) -> RealNode {
+    let browser = chromium();
+    let node = RealNode::start(
+        name,
+        &[
+            "--browser",
+            &browser,
+            "--browser-private-network",
+            "--approval",
+            "allow",
+        ],
+    );
+    node.approve_surface();
+    node
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
+    let site = serve_fixtures();
+    let node = browser_node("e2e-browser");
+    let n = "e2e-browser";
+    let tab = request(
+        n,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+        json!({}),
+    );
+    assert_eq!(tab["title"], "Clawbot test page", "{tab}");
+    let shot = request(
+        n,
+        "GET",
+        "/snapshot",
+        json!(null),
+        json!({ "format": "ai" }),
+    );
+    let text = shot["snapshot"].as_str().unwrap();
+    let change = ref_of(text, "button \"Change text\"");
+    let clicked = request(
+        n,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": change }),
+        json!({}),
+    );
+    assert_eq!(clicked["ok"], true, "{clicked}");
+    let page = request(n, "GET", "/text", json!(null), json!({}));
+    assert!(
+        page["text"].as_str().unwrap().contains("Text changed."),
+        "{page}"
+    );
+    // The screenshot and the PDF arrive in the gateway's own media store.
+    let shot = request(n, "POST", "/screenshot", json!({}), json!({}));
+    let path = shot["path"].as_str().unwrap();
+    assert!(path.contains("/media/browser/"), "{shot}");
+    let png = std::fs::read(path).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let pdf = request(n, "POST", "/pdf", json!({}), json!({}));
+    assert!(
+        std::fs::read(pdf["path"].as_str().unwrap())
+            .unwrap()
+            .starts_with(b"%PDF-")
+    );
+    // An upload: the gateway stages its own file and sends it over
+    // browser.proxy.upload.v1; the page gets it through the chooser.
+    // (OpenClaw sends only files of its own inbound media.)
+    let state = std::env::var("OPENCLAW_STATE_DIR").expect("the sandbox's state directory");
+    let uploads = std::path::Path::new(&state).join("media/inbound");
+    std::fs::create_dir_all(&uploads).unwrap();
+    let file = uploads.join("e2e-notes.txt");
+    std::fs::write(&file, "sent by the operator\n").unwrap();
+    let attachment = ref_of(text, "button \"Attachment\"");
+    let up = request(
+        n,
+        "POST",
+        "/hooks/file-chooser",
+        json!({ "paths": [file], "ref": attachment }),
+        json!({}),
+    );
+    assert_eq!(up["ok"], true, "{up}");
+    request(
+        n,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Picked e2e-notes.txt" }),
+        json!({}),
+    );
+    let log = node.log();
+    assert!(log.contains("browser.proxy.upload.v1 → ok"), "{log}");
+    // A bad ref: OpenClaw's words reach the operator.
+    let (stdout, stderr, _) = openclaw(&[
+        "gateway",
+        "call",
+        "browser.request",
+        "--params",
+        &json!({ "method": "POST", "path": "/act", "body": { "kind": "click", "ref": "e999" }, "target": "node", "node": n }).to_string(),
+        "--timeout",
+        "60000",
+        "--json",
+    ]);
+    assert!(
+        format!("{stdout}{stderr}").contains("Unknown ref \\\"e999\\\"")
+            || format!("{stdout}{stderr}").contains("Unknown ref \"e999\""),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_an_agent_uses_the_browser_on_the_node_for_a_small_task() {
+    let site = serve_fixtures();
+    let node = browser_node("e2e-agent-browser");
+    // The turn's caller holds operator.admin (a Control UI user), which
+    // OpenClaw requires of a browser call routed to a node.
+    let agent = |args: Value| {
+        let (text, approvals) =
+            turn_with_approvals(&format!("[[tool:browser {args}]]"), &|_| "deny");
+        assert_eq!(approvals, 0);
+        text
+    };
+    let on = |mut args: Value| {
+        args["target"] = json!("node");
+        args["node"] = json!("e2e-agent-browser");
+        args
+    };
+    // Open, read, fill and submit the form, take a screenshot: each a turn
+    // whose model calls `browser`, the refs taken from the turn before.
+    let opened = agent(on(
+        json!({ "action": "open", "targetUrl": format!("{site}/index.html") }),
+    ));
+    assert!(
+        opened.contains("Clawbot test page"),
+        "{opened}\n{}",
+        node.log()
+    );
+    let read = agent(on(json!({ "action": "snapshot", "snapshotFormat": "ai" })));
+    let name = ref_of(&read, "textbox \\\"Your name\\\"");
+    let typed = agent(on(
+        json!({ "action": "act", "kind": "type", "ref": name, "text": "Grace", "submit": true }),
+    ));
+    assert!(
+        typed.contains("\"ok\": true") || typed.contains("\"ok\":true"),
+        "{typed}"
+    );
+    let waited = agent(on(
+        json!({ "action": "act", "kind": "wait", "text": "Thank you Grace" }),
+    ));
+    assert!(!waited.contains("TimeoutError"), "{waited}");
+    let text = agent(on(json!({ "action": "text" })));
+    assert!(text.contains("Thank you Grace, size s."), "{text}");
+    let shot = agent(on(json!({ "action": "screenshot" })));
+    assert!(
+        shot.contains("Screenshot") || shot.contains("media/browser"),
+        "{shot}"
+    );
+    let log = node.log();
+    assert!(log.matches("browser.proxy → ok").count() >= 6, "{log}");
+}
