@@ -18,8 +18,8 @@ use super::cdp::{Cdp, Event};
 
 /// Entries a tab's console, error and request logs keep.
 pub const RING: usize = 500;
-/// Characters kept of one console message or error.
-const TEXT: usize = 4000;
+/// Characters kept of one console message or error (OpenClaw's cut).
+const TEXT: usize = 2048;
 
 /// A bounded log: the newest [`RING`] entries.
 #[derive(Default)]
@@ -225,6 +225,16 @@ impl State {
         self.tabs.last_mut().expect("just pushed")
     }
 
+    /// The tab of a page target's info (made on first sight); none for
+    /// targets that are not pages.
+    fn seen(&mut self, info: &Value) -> Option<&mut Tab> {
+        if info["type"] != "page" {
+            return None;
+        }
+        let text = |k: &str| info[k].as_str().unwrap_or_default();
+        Some(self.add(text("targetId"), text("url"), text("title")))
+    }
+
     fn remove(&mut self, target_id: &str) {
         self.tabs.retain(|t| t.target_id != target_id);
         if self.current.as_deref() == Some(target_id) {
@@ -278,16 +288,15 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
     let session = event.session.as_deref();
     match event.method.as_str() {
         "Target.targetCreated" | "Target.targetInfoChanged" => {
-            let info = &p["targetInfo"];
-            if info["type"] == "page" {
-                let id = info["targetId"].as_str().unwrap_or_default();
-                let tab = state.add(
-                    id,
-                    info["url"].as_str().unwrap_or_default(),
-                    info["title"].as_str().unwrap_or_default(),
-                );
-                tab.url = info["url"].as_str().unwrap_or_default().to_owned();
-                tab.title = info["title"].as_str().unwrap_or_default().to_owned();
+            if let Some(tab) = state.seen(&p["targetInfo"]) {
+                tab.url = p["targetInfo"]["url"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                tab.title = p["targetInfo"]["title"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
             }
         }
         "Target.targetDestroyed" => {
@@ -296,14 +305,7 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             }
         }
         "Target.attachedToTarget" => {
-            let info = &p["targetInfo"];
-            if info["type"] == "page" {
-                let id = info["targetId"].as_str().unwrap_or_default();
-                let tab = state.add(
-                    id,
-                    info["url"].as_str().unwrap_or_default(),
-                    info["title"].as_str().unwrap_or_default(),
-                );
+            if let Some(tab) = state.seen(&p["targetInfo"]) {
                 tab.session = p["sessionId"].as_str().map(str::to_owned);
             }
         }
