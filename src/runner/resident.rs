@@ -105,6 +105,15 @@ impl Resident {
         self.tree.pid()
     }
 
+    /// Whether the leader has exited, without waiting (its status is kept
+    /// for [`Resident::stop`]).
+    pub fn has_exited(&mut self) -> bool {
+        if self.status.is_none() {
+            self.status = self.tree.try_wait();
+        }
+        self.status.is_some()
+    }
+
     /// Resolves when the leader exits (cancel-safe); its descendants may
     /// live on until [`Resident::stop`].
     pub async fn exited(&mut self) -> Option<ExitStatus> {
@@ -198,6 +207,20 @@ mod tests {
             Some(3)
         );
         assert!(!alive(left));
+    }
+
+    #[tokio::test]
+    async fn an_exit_is_seen_without_waiting_and_its_status_kept() {
+        let (mut resident, _pipes) = Resident::start(&sh("read x; exit 4")).unwrap();
+        assert!(!resident.has_exited());
+        drop(_pipes); // its stdin closes: it exits
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while !resident.has_exited() {
+            assert!(std::time::Instant::now() < end, "the exit was never seen");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let status = resident.stop(Duration::from_millis(200)).await.unwrap();
+        assert_eq!(status.code(), Some(4));
     }
 
     #[tokio::test]

@@ -39,6 +39,11 @@ impl Tree {
         self.child.wait().await
     }
 
+    /// The leader's status if it has exited, without waiting.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// The leader's piped stdin, stdout and stderr (a resident child's).
     pub fn take_pipes(&mut self) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
         (
