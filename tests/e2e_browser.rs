@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::browser::{chromium, serve_fixtures};
+use common::browser::{chromium, ref_after, serve_fixtures};
 use common::e2e::{RealNode, openclaw, turn_with_approvals};
 use serde_json::{Value, json};
 
@@ -32,17 +32,6 @@ fn request(node: &str, method: &str, path: &str, body: Value, query: Value) -> V
     );
     serde_json::from_str(&stdout)
         .unwrap_or_else(|_| panic!("no JSON from browser.request:\n{stdout}\n{stderr}"))
-}
-
-/// The ref right after `needle` (a snapshot's text, raw or inside an
-/// agent's JSON-escaped result).
-fn ref_of(snapshot: &str, needle: &str) -> String {
-    let at = snapshot
-        .find(needle)
-        .unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
-    let rest = &snapshot[at..];
-    let start = rest.find("[ref=").expect("a ref") + 5;
-    rest[start..].split(']').next().unwrap().to_owned()
 }
 
 fn browser_node(name: &str) -> RealNode {
@@ -83,7 +72,7 @@ fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
         json!({ "format": "ai" }),
     );
     let text = shot["snapshot"].as_str().unwrap();
-    let change = ref_of(text, "button \"Change text\"");
+    let change = ref_after(text, "button \"Change text\"");
     let clicked = request(
         n,
         "POST",
@@ -117,7 +106,7 @@ fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
     std::fs::create_dir_all(&uploads).unwrap();
     let file = uploads.join("e2e-notes.txt");
     std::fs::write(&file, "sent by the operator\n").unwrap();
-    let attachment = ref_of(text, "button \"Attachment\"");
+    let attachment = ref_after(text, "button \"Attachment\"");
     let up = request(
         n,
         "POST",
@@ -182,7 +171,7 @@ fn e2e_an_agent_uses_the_browser_on_the_node_for_a_small_task() {
         node.log()
     );
     let read = agent(on(json!({ "action": "snapshot", "snapshotFormat": "ai" })));
-    let name = ref_of(&read, "textbox \\\"Your name\\\"");
+    let name = ref_after(&read, "textbox \\\"Your name\\\"");
     let typed = agent(on(
         json!({ "action": "act", "kind": "type", "ref": name, "text": "Grace", "submit": true }),
     ));

@@ -8,10 +8,8 @@
 
 mod common;
 
-use std::time::Duration;
-
 use base64::Engine;
-use common::browser::{chromium, serve_fixtures};
+use common::browser::{chromium, ref_after, serve_fixtures};
 use common::gateway::{Config, FakeGateway};
 use common::node::{Node, connected, payload};
 use serde_json::{Value, json};
@@ -35,16 +33,6 @@ async fn get(gw: &FakeGateway, path: &str, query: Value) -> Value {
     let p = payload(&gw.invoke("browser.proxy", params).await);
     assert!(p.get("error").is_none(), "GET {path}: {p}");
     p["result"].clone()
-}
-
-/// The ref of the first snapshot line that holds `needle`.
-fn ref_of(snapshot: &str, needle: &str) -> String {
-    let line = snapshot
-        .lines()
-        .find(|l| l.contains(needle))
-        .unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
-    let start = line.find("[ref=").expect("a ref") + 5;
-    line[start..].split(']').next().unwrap().to_owned()
 }
 
 async fn snapshot(gw: &FakeGateway) -> String {
@@ -97,10 +85,23 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
         text.contains("- heading \"Order form\" [level=1] [ref="),
         "{text}"
     );
-    let name = ref_of(&text, "textbox \"Your name\"");
-    let size = ref_of(&text, "combobox \"Size\"");
-    let gift = ref_of(&text, "checkbox \"Gift wrap\"");
-    let change = ref_of(&text, "button \"Change text\"");
+    let name = ref_after(&text, "textbox \"Your name\"");
+    let size = ref_after(&text, "combobox \"Size\"");
+    let gift = ref_after(&text, "checkbox \"Gift wrap\"");
+    let change = ref_after(&text, "button \"Change text\"");
+
+    // An element's screenshot is the element, not the page.
+    let button = route(&gw, "POST", "/screenshot", json!({ "ref": change })).await;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(button["files"][0]["base64"].as_str().unwrap())
+        .unwrap();
+    let (w, h) = png_size(&png);
+    assert!((20..300).contains(&w) && (10..80).contains(&h), "{w}x{h}");
+    let by_css = route(&gw, "POST", "/screenshot", json!({ "element": "#change" })).await;
+    let css = base64::engine::general_purpose::STANDARD
+        .decode(by_css["files"][0]["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(png_size(&css), (w, h));
 
     // A click the page answers.
     let clicked = ok(
@@ -205,15 +206,10 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
     );
 
     // The browser's whole tree ends with the node, even a SIGKILLed one.
-    let tree = descendants(pid);
+    let tree = descendants(pid as i32);
     assert!(tree.len() > 1, "{tree:?}");
     node.signal(libc::SIGKILL);
-    let gone = wait_until(Duration::from_secs(10), || tree.iter().all(|p| !alive(*p))).await;
-    assert!(
-        gone,
-        "the browser outlived the node: {:?}",
-        tree.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
-    );
+    common::assert_gone_in_time(&tree, "the browser of a SIGKILLed node");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -228,9 +224,9 @@ async fn uploads_dialogs_and_downloads() {
     )
     .await;
     let text = snapshot(&gw).await;
-    let attachment = ref_of(&text, "button \"Attachment\"");
-    let ask = ref_of(&text, "button \"Ask me\"");
-    let report = ref_of(&text, "link \"Download the report\"");
+    let attachment = ref_after(&text, "button \"Attachment\"");
+    let ask = ref_after(&text, "button \"Ask me\"");
+    let report = ref_after(&text, "link \"Download the report\"");
 
     // Upload: staged from the gateway's envelope, handed to the chooser.
     let upload = json!({
@@ -325,7 +321,11 @@ async fn the_policy_guards_what_a_page_may_reach_and_what_an_agent_may_do() {
     let site = serve_fixtures();
     // No opt-in: this machine's pages are out of reach; acting needs approval.
     let (gw, node) = browser_node(&[]).await;
-    let _ = node;
+    // A route nobody knows is refused before any browser starts.
+    let unknown = route(&gw, "POST", "/nonsense", json!({})).await;
+    assert_eq!(unknown["error"]["status"], 404, "{unknown}");
+    assert!(!node.state().join("browser/openclaw").exists());
+    assert_eq!(get(&gw, "/", json!({})).await["running"], false);
     let blocked = route(
         &gw,
         "POST",
@@ -377,7 +377,7 @@ async fn the_policy_guards_what_a_page_may_reach_and_what_an_agent_may_do() {
     )
     .await;
     let text = snapshot(&gw).await;
-    let change = ref_of(&text, "button \"Change text\"");
+    let change = ref_after(&text, "button \"Change text\"");
     let refused = gw
         .invoke(
             "browser.proxy",
@@ -393,6 +393,35 @@ async fn the_policy_guards_what_a_page_may_reach_and_what_an_agent_may_do() {
             .unwrap()
             .contains("Nothing submitted yet.")
     );
+    // Accepting a dialog is acting, however "accept" is spelled.
+    for accept in [json!(true), json!("1"), json!("true")] {
+        let refused = gw
+            .invoke(
+                "browser.proxy",
+                json!({ "method": "POST", "path": "/hooks/dialog", "body": { "accept": accept } }),
+            )
+            .await;
+        assert_eq!(
+            refused["error"]["code"], "USER_REJECTED",
+            "{accept}: {refused}"
+        );
+    }
+    // A download no route asked for is cancelled: no page fills the disk.
+    ok(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/autodownload.html") }),
+    )
+    .await;
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let downloads = _node.state().join("browser/downloads");
+    let left: Vec<_> = std::fs::read_dir(&downloads)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -407,10 +436,11 @@ async fn a_crashed_browser_is_started_again_with_a_clear_status() {
     )
     .await;
     let pid = get(&gw, "/", json!({})).await["pid"].as_u64().unwrap();
-    for p in descendants(pid) {
-        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    let tree = descendants(pid as i32);
+    for p in &tree {
+        unsafe { libc::kill(*p, libc::SIGKILL) };
     }
-    assert!(wait_until(Duration::from_secs(10), || !alive(pid)).await);
+    common::assert_gone_in_time(&tree, "a browser SIGKILLed by the test");
     let tab = ok(
         &gw,
         "POST",
@@ -440,47 +470,19 @@ async fn a_crashed_browser_is_started_again_with_a_clear_status() {
 }
 
 /// `pid` and every process below it.
-fn descendants(pid: u64) -> Vec<u64> {
+fn descendants(pid: i32) -> Vec<i32> {
     let mut all = vec![pid];
     let mut i = 0;
     while i < all.len() {
-        let parent = all[i];
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(p) = entry.file_name().to_string_lossy().parse::<u64>() else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().nth(1))
-                .and_then(|x| x.parse::<u64>().ok());
-            if ppid == Some(parent) && !all.contains(&p) {
-                all.push(p);
-            }
-        }
+        all.extend(common::children_of(all[i]));
         i += 1;
     }
     all
 }
 
-fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
-async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let end = std::time::Instant::now() + within;
-    while std::time::Instant::now() < end {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    done()
+/// Width and height of a PNG (its IHDR).
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |i: usize| u32::from_be_bytes(png[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
 }

@@ -73,3 +73,14 @@ pub fn serve_fixtures() -> String {
     });
     format!("http://127.0.0.1:{port}")
 }
+
+/// The ref right after `needle` in a snapshot's text (raw, or inside an
+/// agent's JSON-escaped result).
+pub fn ref_after(snapshot: &str, needle: &str) -> String {
+    let at = snapshot
+        .find(needle)
+        .unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
+    let rest = &snapshot[at..];
+    let start = rest.find("[ref=").expect("a ref") + 5;
+    rest[start..].split(']').next().unwrap().to_owned()
+}

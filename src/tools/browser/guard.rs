@@ -16,6 +16,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -97,17 +98,79 @@ impl Reach {
         }
     }
 
-    /// A resolved name: blocked when any of its addresses is private.
+    /// A resolved name: blocked when any of its addresses is private,
+    /// and when it has none (a lookup that failed or took too long: the
+    /// guard fails closed).
     pub fn judge_resolved(&self, host: &str, addresses: &[IpAddr]) -> Verdict {
         if addresses.is_empty() {
-            return Verdict::Allow; // the browser's own lookup will fail
+            return Verdict::Block(format!("Unable to resolve hostname: {host}"));
         }
         match addresses.iter().find(|ip| not_the_internet(**ip)) {
             Some(_) => blocked(host),
             None => Verdict::Allow,
         }
     }
+
+    /// Whether a URL may load, names resolved (within `within`): the one
+    /// check behind both the paused requests and the routes' preflight.
+    pub async fn check(&self, url: &str, within: Duration) -> Result<(), String> {
+        match self.judge(url) {
+            Verdict::Allow => Ok(()),
+            Verdict::Block(why) => Err(why),
+            Verdict::Resolve { host, port } => {
+                // Bounded: a page making thousands of requests makes at
+                // most 16 lookups at once.
+                let addresses = match LOOKUPS.acquire().await {
+                    Ok(_permit) => {
+                        tokio::time::timeout(within, tokio::net::lookup_host((host.as_str(), port)))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .map(|a| a.map(|s| s.ip()).collect::<Vec<_>>())
+                            .unwrap_or_default()
+                    }
+                    Err(_) => Vec::new(),
+                };
+                match self.judge_resolved(&host, &addresses) {
+                    Verdict::Block(why) => Err(why),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Whether an agent may send the browser to `url` (`/navigate`,
+    /// `/tabs/open`): http(s) or `about:blank`, no credentials in it (as
+    /// OpenClaw), and a host [`Reach::check`] allows. The refusal is the
+    /// text the route answers with.
+    pub async fn navigable(&self, url: &str, within: Duration) -> Result<(), String> {
+        if url == "about:blank" {
+            return Ok(());
+        }
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(format!("Invalid URL: {url}"));
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!(
+                "Navigation blocked: unsupported protocol \"{scheme}:\""
+            ));
+        }
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.contains('@') {
+            return Err(
+                "Navigation blocked: URL-embedded credentials are not supported for page navigation."
+                    .into(),
+            );
+        }
+        self.check(url, within)
+            .await
+            .map_err(|why| format!("browser navigation blocked by policy: {why}"))
+    }
 }
+
+/// Name lookups the guard makes at once, at most.
+static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(16);
 
 fn blocked(host: &str) -> Verdict {
     Verdict::Block(format!(
@@ -159,21 +222,12 @@ pub fn on_paused(reach: &Reach, cdp: &Arc<Cdp>, event: &Event) {
     match reach.judge(&url) {
         Verdict::Allow => allow(cdp, session.as_deref(), id),
         Verdict::Block(why) => block(cdp, session.as_deref(), id, &why),
-        Verdict::Resolve { host, port } => {
+        Verdict::Resolve { .. } => {
             let (cdp, reach) = (Arc::clone(cdp), reach.clone());
             tokio::spawn(async move {
-                let addresses: Vec<IpAddr> = tokio::time::timeout(
-                    std::time::Duration::from_secs(10),
-                    tokio::net::lookup_host((host.as_str(), port)),
-                )
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .map(|a| a.map(|s| s.ip()).collect())
-                .unwrap_or_default();
-                match reach.judge_resolved(&host, &addresses) {
-                    Verdict::Block(why) => block(&cdp, session.as_deref(), id, &why),
-                    _ => allow(&cdp, session.as_deref(), id),
+                match reach.check(&url, Duration::from_secs(10)).await {
+                    Ok(()) => allow(&cdp, session.as_deref(), id),
+                    Err(why) => block(&cdp, session.as_deref(), id, &why),
                 }
             });
         }
@@ -185,7 +239,12 @@ fn allow(cdp: &Cdp, session: Option<&str>, id: String) {
 }
 
 fn block(cdp: &Cdp, session: Option<&str>, id: String, why: &str) {
-    crate::shared::log::say(&format!("browser: {why}"));
+    // At debug level: a page can make any number of blocked requests.
+    crate::shared::log::log_as(
+        crate::shared::log::Level::Debug,
+        "",
+        &format!("browser: {why}"),
+    );
     cdp.send(
         session,
         "Fetch.failRequest",
@@ -264,6 +323,38 @@ mod tests {
         assert_eq!(open.judge("http://127.0.0.1:8000/"), Verdict::Allow);
     }
 
+    #[tokio::test]
+    async fn what_an_agent_may_navigate_to() {
+        let t = Duration::from_secs(5);
+        let open = Reach {
+            private_network: true,
+            hosts: vec![],
+        };
+        assert_eq!(open.navigable("about:blank", t).await, Ok(()));
+        assert_eq!(open.navigable("http://127.0.0.1:8000/x", t).await, Ok(()));
+        for (url, says) in [
+            ("file:///etc/passwd", "unsupported protocol \"file:\""),
+            ("javascript:alert(1)", "Invalid URL"),
+            ("HTTP://user:pw@example.com/", "credentials"),
+            ("about:srcdoc", "Invalid URL"),
+        ] {
+            let e = open.navigable(url, t).await.unwrap_err();
+            assert!(e.contains(says), "{url}: {e}");
+        }
+        let e = strict().navigable("http://10.0.0.1/", t).await.unwrap_err();
+        assert!(
+            e.starts_with("browser navigation blocked by policy: "),
+            "{e}"
+        );
+        // A name that does not resolve is refused (.invalid never does,
+        // RFC 2606).
+        let e = strict()
+            .navigable("http://nowhere.invalid/", t)
+            .await
+            .unwrap_err();
+        assert!(e.contains("Unable to resolve hostname"), "{e}");
+    }
+
     #[test]
     fn a_named_host_is_allowed_and_only_it() {
         let reach = Reach {
@@ -288,6 +379,11 @@ mod tests {
         );
         assert!(matches!(
             strict().judge_resolved("a.example", &[public, private]),
+            Verdict::Block(_)
+        ));
+        // No address (a failed lookup): closed, not open.
+        assert!(matches!(
+            strict().judge_resolved("a.example", &[]),
             Verdict::Block(_)
         ));
     }

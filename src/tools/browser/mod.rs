@@ -63,10 +63,26 @@ pub struct Browser {
     /// The running browser; held by one route at a time (routes act on
     /// pages in order, as the agent sends them).
     running: tokio::sync::Mutex<Option<Running>>,
-    /// Why the last browser stopped, for `GET /` and the next start.
-    last_exit: Mutex<Option<String>>,
-    /// The running browser's pid, readable without waiting for a route.
-    pid: Mutex<Option<u32>>,
+    /// What `GET /` and `/profiles` report, readable while a route holds
+    /// the browser (a status call never waits behind a 20 s action).
+    seen: Mutex<Seen>,
+}
+
+/// The browser as the status routes see it.
+#[derive(Default)]
+struct Seen {
+    /// The running one: its pid, version, connection and tabs.
+    live: Option<Live>,
+    /// Why the last browser stopped.
+    last_exit: Option<String>,
+}
+
+#[derive(Clone)]
+struct Live {
+    pid: Option<u32>,
+    version: String,
+    cdp: Arc<Cdp>,
+    state: Arc<Mutex<State>>,
 }
 
 /// One launched browser.
@@ -78,41 +94,12 @@ pub struct Running {
     version: String,
 }
 
-impl Running {
-    /// Whether the browser's first process still runs (its pipe may not
-    /// have told us yet that it died).
-    #[cfg(not(target_os = "linux"))]
-    fn leader_alive(&self) -> bool {
-        true
-    }
-
-    /// Whether the browser's first process still runs (its pipe may not
-    /// have told us yet that it died).
-    #[cfg(target_os = "linux")]
-    fn leader_alive(&self) -> bool {
-        self.resident.pid().is_some_and(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                !matches!(
-                    stat.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .chars()
-                        .next(),
-                    Some('Z' | 'X')
-                )
-            })
-        })
-    }
-}
-
 impl Browser {
     pub fn new(options: Options) -> Self {
         Self {
             options,
             running: tokio::sync::Mutex::new(None),
-            last_exit: Mutex::new(None),
-            pid: Mutex::new(None),
+            seen: Mutex::new(Seen::default()),
         }
     }
 
@@ -141,13 +128,11 @@ impl Browser {
     /// One proxied route call: its result as OpenClaw's node returns it
     /// (`{result, files?, route}`, or the `browser-v1` error envelope).
     pub async fn proxy(&self, request: Request, budget: Duration) -> Result<Value, ToolError> {
-        let deadline = Instant::now() + request.timeout.unwrap_or(DEFAULT_TIMEOUT).min(budget);
-        let staged = match &request.upload {
-            Some(upload) => Some(files::stage(&self.uploads_dir(), upload)?),
-            None => None,
-        };
+        let limit = request.timeout.unwrap_or(DEFAULT_TIMEOUT).min(budget);
+        let deadline = Instant::now() + limit;
         let mut request = request;
-        if let Some(staged) = &staged {
+        if let Some(upload) = &request.upload {
+            let staged = files::stage(&self.uploads_dir(), upload)?;
             request.body["paths"] = json!(staged.paths());
         }
         let answer =
@@ -160,23 +145,18 @@ impl Browser {
                             "browser proxy timed out for {} {} after {}ms",
                             request.method,
                             request.path,
-                            request
-                                .timeout
-                                .unwrap_or(DEFAULT_TIMEOUT)
-                                .min(budget)
-                                .as_millis()
+                            limit.as_millis()
                         ),
                     ))
                 });
-        drop(staged);
         routes::envelope(&request, answer, &[self.media_dir(), self.downloads_dir()])
     }
 
     /// The running browser, started (or restarted after a crash) first.
     async fn running(&self) -> Result<tokio::sync::MappedMutexGuard<'_, Running>, String> {
         let mut slot = self.running.lock().await;
-        if let Some(running) = slot.as_ref()
-            && (running.cdp.is_closed() || !running.leader_alive())
+        if let Some(running) = slot.as_mut()
+            && (running.cdp.is_closed() || running.resident.has_exited())
         {
             let gone = slot.take().expect("checked above");
             let status = gone.resident.stop(Duration::from_secs(2)).await;
@@ -190,12 +170,19 @@ impl Browser {
                     .unwrap_or_default()
             );
             crate::shared::log::warn(&format!("{why}; starting it again"));
-            *self.lock_exit() = Some(why);
-            *self.lock_pid() = None;
+            *self.seen() = Seen {
+                live: None,
+                last_exit: Some(why),
+            };
         }
         if slot.is_none() {
             let running = self.start().await?;
-            *self.lock_pid() = running.resident.pid();
+            self.seen().live = Some(Live {
+                pid: running.resident.pid(),
+                version: running.version.clone(),
+                cdp: Arc::clone(&running.cdp),
+                state: Arc::clone(&running.state),
+            });
             *slot = Some(running);
         }
         Ok(tokio::sync::MutexGuard::map(slot, |s| {
@@ -203,20 +190,22 @@ impl Browser {
         }))
     }
 
-    /// The running browser if there is one (status reads), never starting it.
-    async fn if_running(&self) -> Option<tokio::sync::MappedMutexGuard<'_, Running>> {
-        let slot = self.running.lock().await;
-        tokio::sync::MutexGuard::try_map(slot, |s| {
-            s.as_mut()
-                .filter(|r| !r.cdp.is_closed() && r.leader_alive())
-        })
-        .ok()
+    /// The running browser as the status routes see it (never waiting
+    /// for a route, never starting one); why the last one stopped.
+    fn live(&self) -> (Option<Live>, Option<String>) {
+        let seen = self.seen();
+        let live = seen.live.clone().filter(|l| !l.cdp.is_closed());
+        (live, seen.last_exit.clone())
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Stops the browser (its whole tree); whether one was running.
     async fn stop(&self) -> bool {
         let gone = self.running.lock().await.take();
-        *self.lock_pid() = None;
+        self.seen().live = None;
         match gone {
             Some(running) => {
                 // Asked nicely first, so the profile is written whole.
@@ -334,14 +323,6 @@ impl Browser {
             Err(e) => Err((running, e)),
         }
     }
-
-    fn lock_exit(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.last_exit.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn lock_pid(&self) -> std::sync::MutexGuard<'_, Option<u32>> {
-        self.pid.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// A target just attached: its domains on, requests guarded, then let
@@ -354,7 +335,7 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value) {
     let t = Duration::from_secs(10);
     let s = Some(session);
     if reach.guarding() {
-        let _ = cdp
+        let guarded = cdp
             .call(
                 s,
                 "Fetch.enable",
@@ -362,6 +343,18 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value) {
                 t,
             )
             .await;
+        // Unguarded, it never runs: a target the guard cannot hold is
+        // closed, not let go.
+        if let Err(e) = guarded {
+            crate::shared::log::warn(&format!(
+                "browser: a {kind} could not be guarded ({e}); closing it"
+            ));
+            let target = params["targetInfo"]["targetId"].clone();
+            let _ = cdp
+                .call(None, "Target.closeTarget", json!({ "targetId": target }), t)
+                .await;
+            return;
+        }
     }
     if kind == "page" || kind == "iframe" {
         for (method, params) in [
@@ -390,24 +383,9 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value) {
     }
 }
 
-/// The browser section of `GET /` when nothing runs.
-fn idle_status(browser: &Browser) -> Value {
-    json!({
-        "running": false,
-        "cdpReady": false,
-        "cdpHttp": false,
-        "pageReady": false,
-        "pid": null,
-        "lastExit": *browser.lock_exit(),
-    })
-}
-
-/// A file path the route results may name, inside `dir`.
-fn new_file(dir: &Path, stem: &str, extension: &str) -> Result<PathBuf, String> {
+/// A new file's path in `dir` (made private first): `<uuid>.<extension>`.
+fn new_file(dir: &Path, extension: &str) -> Result<PathBuf, String> {
     crate::shared::paths::create_private_dir(dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    Ok(dir.join(format!(
-        "{stem}-{}.{extension}",
-        uuid::Uuid::new_v4().simple()
-    )))
+    Ok(dir.join(format!("{}.{extension}", uuid::Uuid::new_v4())))
 }

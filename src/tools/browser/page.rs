@@ -23,7 +23,7 @@ impl Ctx<'_> {
         self.deadline.saturating_duration_since(Instant::now())
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, super::state::State> {
+    pub fn state(&self) -> std::sync::MutexGuard<'_, super::state::State> {
         self.run.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -121,6 +121,21 @@ impl Ctx<'_> {
     /// Which document the tab shows (changes on each main-frame navigation).
     pub fn document(&self, tab: &str) -> u32 {
         self.state().tab(tab).map_or(0, |t| t.refs.document)
+    }
+
+    /// The answer of a route that cannot run on the tab: a dialog is
+    /// open, and the page waits on it.
+    pub fn blocked_by_dialog(&self, tab: &str) -> Option<Value> {
+        let state = self.with_tab(tab, |t| {
+            (!t.pending_dialogs.is_empty()).then(|| t.browser_state())
+        })??;
+        Some(json!({
+            "ok": true,
+            "targetId": tab,
+            "url": self.url(tab),
+            "blockedByDialog": true,
+            "browserState": state,
+        }))
     }
 
     /// The DOM node a ref of the tab's last snapshot names.

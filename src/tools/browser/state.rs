@@ -179,12 +179,16 @@ impl Tab {
 /// A download the browser reported.
 #[derive(Clone, Debug)]
 pub struct Download {
+    /// Its place among the downloads this browser began (1, 2, …).
+    pub seq: u64,
     pub guid: String,
     pub url: String,
     pub suggested: String,
     /// `inProgress`, `completed` or `canceled`.
     pub state: String,
     pub bytes: u64,
+    /// Cancelled for going over the 10 MiB a file may carry.
+    pub too_large: bool,
 }
 
 #[derive(Default)]
@@ -193,7 +197,13 @@ pub struct State {
     next_tab: u32,
     /// The tab calls without a `targetId` mean.
     pub current: Option<String>,
-    pub downloads: Vec<Download>,
+    /// The last 64 downloads.
+    pub downloads: VecDeque<Download>,
+    /// Downloads begun so far.
+    pub downloads_begun: u64,
+    /// Routes waiting for a download now: with none, a download a page
+    /// starts is cancelled at once (no page fills this disk unasked).
+    pub downloads_wanted: u32,
 }
 
 impl State {
@@ -450,24 +460,43 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             }
         }
         "Browser.downloadWillBegin" => {
-            state.downloads.push(Download {
-                guid: p["guid"].as_str().unwrap_or_default().to_owned(),
+            state.downloads_begun += 1;
+            let seq = state.downloads_begun;
+            let wanted = state.downloads_wanted > 0;
+            let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+            if !wanted {
+                cdp.send(None, "Browser.cancelDownload", json!({ "guid": guid }));
+            }
+            state.downloads.push_back(Download {
+                seq,
+                guid,
                 url: p["url"].as_str().unwrap_or_default().to_owned(),
                 suggested: p["suggestedFilename"]
                     .as_str()
                     .unwrap_or_default()
                     .to_owned(),
-                state: "inProgress".into(),
+                state: if wanted { "inProgress" } else { "canceled" }.into(),
                 bytes: 0,
+                too_large: false,
             });
-            let excess = state.downloads.len().saturating_sub(64);
-            state.downloads.drain(..excess);
+            if state.downloads.len() > 64 {
+                state.downloads.pop_front();
+            }
         }
         "Browser.downloadProgress" => {
             let guid = p["guid"].as_str().unwrap_or_default();
-            if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid) {
+            if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid)
+                && d.state == "inProgress"
+            {
                 d.state = p["state"].as_str().unwrap_or("inProgress").to_owned();
                 d.bytes = p["receivedBytes"].as_u64().unwrap_or(d.bytes);
+                // Over what a file may carry: stopped while it comes in,
+                // not once it is all on disk.
+                if d.state == "inProgress" && d.bytes > super::files::MAX_FILE as u64 {
+                    cdp.send(None, "Browser.cancelDownload", json!({ "guid": d.guid }));
+                    d.state = "canceled".into();
+                    d.too_large = true;
+                }
             }
         }
         _ => {}
@@ -560,6 +589,57 @@ mod tests {
         };
         assert_eq!(next.of(40), "f2e1");
         assert_eq!(next.nodes["f2e1"], 40);
+    }
+
+    fn event(method: &str, params: Value) -> Event {
+        Event {
+            method: method.into(),
+            params,
+            session: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn downloads_are_counted_kept_only_when_wanted_and_cut_when_too_large() {
+        let (ours, _browser) = tokio::io::duplex(1 << 20);
+        let (r, w) = tokio::io::split(ours);
+        let cdp = Cdp::start(r, w, Box::new(|_, _| {}));
+        let state = std::sync::Mutex::new(State::default());
+        let begin = |guid: &str| {
+            event(
+                "Browser.downloadWillBegin",
+                json!({ "guid": guid, "url": "http://x/", "suggestedFilename": "a" }),
+            )
+        };
+        // Nobody waits: cancelled at once.
+        observe(&state, &cdp, &begin("g0"));
+        assert_eq!(state.lock().unwrap().downloads[0].state, "canceled");
+        state.lock().unwrap().downloads_wanted = 1;
+        for i in 1..=70 {
+            observe(&state, &cdp, &begin(&format!("g{i}")));
+        }
+        {
+            let s = state.lock().unwrap();
+            assert_eq!(s.downloads.len(), 64);
+            // The newest is still found past the kept window's size.
+            assert_eq!(s.downloads.iter().find(|d| d.seq > 70).unwrap().guid, "g70");
+            assert_eq!(s.downloads.back().unwrap().state, "inProgress");
+        }
+        let progress = |bytes: u64| {
+            event(
+                "Browser.downloadProgress",
+                json!({ "guid": "g70", "state": "inProgress", "receivedBytes": bytes }),
+            )
+        };
+        observe(&state, &cdp, &progress(1 << 20));
+        assert_eq!(
+            state.lock().unwrap().downloads.back().unwrap().state,
+            "inProgress"
+        );
+        observe(&state, &cdp, &progress((10 << 20) + 1));
+        let s = state.lock().unwrap();
+        let last = s.downloads.back().unwrap();
+        assert!(last.too_large && last.state == "canceled");
     }
 
     #[test]
