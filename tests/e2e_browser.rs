@@ -172,24 +172,43 @@ fn e2e_an_agent_uses_the_browser_on_the_node_for_a_small_task() {
     );
     let read = agent(on(json!({ "action": "snapshot", "snapshotFormat": "ai" })));
     let name = ref_after(&read, "textbox \\\"Your name\\\"");
-    let typed = agent(on(
-        json!({ "action": "act", "kind": "type", "ref": name, "text": "Grace", "submit": true }),
+    let size = ref_after(&read, "combobox \\\"Size\\\"");
+    let gift = ref_after(&read, "checkbox \\\"Gift wrap\\\"");
+    let place = ref_after(&read, "button \\\"Place order\\\"");
+    let ok = |answer: &str| answer.contains("\"ok\": true") || answer.contains("\"ok\":true");
+    // Fill the form (a text field and a checkbox), choose a size, then
+    // submit it by clicking its button's ref.
+    let filled = agent(on(json!({ "action": "act", "kind": "fill", "fields": [
+        { "ref": name, "type": "text", "value": "Grace" },
+        { "ref": gift, "type": "checkbox", "value": true },
+    ] })));
+    assert!(ok(&filled), "{filled}");
+    let chosen = agent(on(
+        json!({ "action": "act", "kind": "select", "ref": size, "values": ["Medium"] }),
     ));
-    assert!(
-        typed.contains("\"ok\": true") || typed.contains("\"ok\":true"),
-        "{typed}"
-    );
+    assert!(ok(&chosen), "{chosen}");
+    let clicked = agent(on(
+        json!({ "action": "act", "kind": "click", "ref": place }),
+    ));
+    assert!(ok(&clicked), "{clicked}");
     let waited = agent(on(
         json!({ "action": "act", "kind": "wait", "text": "Thank you Grace" }),
     ));
     assert!(!waited.contains("TimeoutError"), "{waited}");
     let text = agent(on(json!({ "action": "text" })));
-    assert!(text.contains("Thank you Grace, size s."), "{text}");
-    let shot = agent(on(json!({ "action": "screenshot" })));
     assert!(
-        shot.contains("Screenshot") || shot.contains("media/browser"),
-        "{shot}"
+        text.contains("Thank you Grace, size m, gift wrapped."),
+        "{text}"
     );
+    // The screenshot is saved in the gateway's media store, whole.
+    let shot = agent(on(json!({ "action": "screenshot" })));
+    let at = shot
+        .find("/media/browser/")
+        .unwrap_or_else(|| panic!("no saved screenshot in {shot}"));
+    let start = shot[..at].rfind(['"', ' ']).map_or(0, |i| i + 1);
+    let end = at + shot[at..].find(".png").expect("a .png path") + 4;
+    let png = std::fs::read(&shot[start..end]).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let log = node.log();
-    assert!(log.matches("browser.proxy → ok").count() >= 6, "{log}");
+    assert!(log.matches("browser.proxy → ok").count() >= 8, "{log}");
 }
