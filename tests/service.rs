@@ -403,3 +403,43 @@ async fn the_service_keeps_the_log_flags_it_was_installed_with() {
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--log-"), "{unit}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let m = FakeSystemd::new();
+    let out = m.install(
+        &gw.url(),
+        &[
+            "--browser",
+            "/opt/chromium/chrome",
+            "--browser-private-network",
+            "--browser-allow-host",
+            "intranet.example",
+            "--browser-evaluate",
+            "--browser-headed",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    let exec = unit
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .unwrap_or_else(|| panic!("{unit}"));
+    for flag in [
+        " --browser /opt/chromium/chrome",
+        " --browser-private-network",
+        " --browser-allow-host intranet.example",
+        " --browser-evaluate",
+        " --browser-headed",
+    ] {
+        assert!(exec.contains(flag), "{flag}: {exec}");
+    }
+    // The defaults (auto, headless, no private network, no script) are
+    // not written.
+    let plain = FakeSystemd::new();
+    let out = plain.install(&gw.url(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(plain.unit()).unwrap();
+    assert!(!unit.contains("--browser"), "{unit}");
+}
