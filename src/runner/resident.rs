@@ -105,13 +105,13 @@ impl Resident {
         self.tree.pid()
     }
 
-    /// Whether the leader has exited, without waiting (its status is kept
-    /// for [`Resident::stop`]).
+    /// Whether the leader has exited (or is past saving: a zombie not yet
+    /// reapable), without waiting; a status is kept for [`Resident::stop`].
     pub fn has_exited(&mut self) -> bool {
         if self.status.is_none() {
             self.status = self.tree.try_wait();
         }
-        self.status.is_some()
+        self.status.is_some() || self.tree.leader_dying()
     }
 
     /// Resolves when the leader exits (cancel-safe); its descendants may

@@ -44,6 +44,11 @@ impl Tree {
         self.child.try_wait().ok().flatten()
     }
 
+    /// Windows reports an exit as it happens: nothing is dying unseen.
+    pub fn leader_dying(&self) -> bool {
+        false
+    }
+
     /// The leader's piped stdin, stdout and stderr (a resident child's).
     pub fn take_pipes(&mut self) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
         (
