@@ -441,13 +441,15 @@ async fn a_crashed_browser_is_started_again_with_a_clear_status() {
         unsafe { libc::kill(*p, libc::SIGKILL) };
     }
     common::assert_gone_in_time(&tree, "a browser SIGKILLed by the test");
-    let tab = ok(
+    let tab = route(
         &gw,
         "POST",
         "/tabs/open",
         json!({ "url": format!("{site}/second.html") }),
     )
     .await;
+    assert!(tab.get("error").is_none(), "{tab}\n{}", _node.stderr());
+    let tab = &tab["result"];
     assert_eq!(tab["title"], "Second page");
     let status = get(&gw, "/", json!({})).await;
     assert_eq!(status["running"], true);

@@ -238,12 +238,14 @@ impl Browser {
                     guard::on_paused(&reach, cdp, event);
                     return;
                 }
+                state::observe(&hook_state, cdp, event);
                 if event.method == "Target.attachedToTarget" {
                     let (cdp, reach) = (Arc::clone(cdp), reach.clone());
-                    let event = Arc::clone(event);
-                    tokio::spawn(async move { prepare_target(&cdp, &reach, &event.params).await });
+                    let (event, state) = (Arc::clone(event), Arc::clone(&hook_state));
+                    tokio::spawn(async move {
+                        prepare_target(&cdp, &reach, &event.params, &state).await
+                    });
                 }
-                state::observe(&hook_state, cdp, event);
             }),
         );
         let running = Running {
@@ -325,9 +327,10 @@ impl Browser {
     }
 }
 
-/// A target just attached: its domains on, requests guarded, then let
-/// run. A page's first request happens only after this.
-async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value) {
+/// A target just attached: requests guarded, its domains on, then let
+/// run, and (a page) marked ready for routes. A page's first request, and
+/// a route's first command to it, happen only after this.
+async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<State>) {
     let Some(session) = params["sessionId"].as_str() else {
         return;
     };
@@ -380,6 +383,15 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value) {
         let _ = cdp
             .call(s, "Runtime.runIfWaitingForDebugger", json!({}), t)
             .await;
+    }
+    if kind == "page"
+        && let Some(target) = params["targetInfo"]["targetId"].as_str()
+        && let Some(tab) = state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tab_mut(target)
+    {
+        tab.ready = true;
     }
 }
 

@@ -55,24 +55,34 @@ impl Ctx<'_> {
             .map_err(cdp_failure)
     }
 
+    /// The tab's session once it is ready (guarded, domains on): pages
+    /// are attached as they appear (`Target.setAutoAttach`); one that was
+    /// not within a second is attached here, and waited for all the same.
     async fn session(&self, tab: &str) -> Result<String, Failure> {
-        if let Some(s) = self.state().tab(tab).and_then(|t| t.session.clone()) {
-            return Ok(s);
+        let asked_at = Instant::now() + Duration::from_secs(1);
+        let mut asked = false;
+        loop {
+            match self.state().tab(tab).map(|t| (t.ready, t.session.clone())) {
+                Some((true, Some(session))) => return Ok(session),
+                None => return Err(tab_not_found(Some(tab))),
+                Some(_) => {}
+            }
+            if !asked && Instant::now() >= asked_at {
+                asked = true;
+                self.browser_call(
+                    "Target.attachToTarget",
+                    json!({ "targetId": tab, "flatten": true }),
+                )
+                .await?;
+            }
+            if self.left() < Duration::from_millis(20) {
+                return Err(Failure::new(
+                    504,
+                    "TimeoutError: the tab never became ready",
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let attached = self
-            .browser_call(
-                "Target.attachToTarget",
-                json!({ "targetId": tab, "flatten": true }),
-            )
-            .await?;
-        let session = attached["sessionId"]
-            .as_str()
-            .ok_or_else(|| Failure::new(500, "Error: the browser gave no session"))?
-            .to_owned();
-        if let Some(t) = self.state().tab_mut(tab) {
-            t.session = Some(session.clone());
-        }
-        Ok(session)
     }
 
     /// The tab a route means (`targetId` as OpenClaw accepts it).

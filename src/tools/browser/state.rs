@@ -99,6 +99,9 @@ pub struct Tab {
     pub title: String,
     pub url: String,
     pub session: Option<String>,
+    /// Its session is guarded and its domains on (`prepare_target` done):
+    /// only then may a route send it anything.
+    pub ready: bool,
     pub refs: Refs,
     pub console: Ring,
     pub errors: Ring,
@@ -124,6 +127,7 @@ impl Tab {
             title: String::new(),
             url: String::new(),
             session: None,
+            ready: false,
             refs: Refs {
                 document: 1,
                 ..Refs::default()
