@@ -53,6 +53,10 @@ const VALUED: &[&str] = &["textbox", "searchbox", "combobox", "spinbutton", "sli
 pub const DEFAULT_MAX_CHARS: usize = 80_000;
 /// Elements listed at most.
 pub const MAX_LIMIT: usize = 5_000;
+/// Nodes nested deeper than this are not walked (the walk recurses, on
+/// a runtime worker's stack, and a page nests as deep as its script
+/// likes; Chromium's own parser stops nesting at 512).
+const MAX_NESTING: usize = 512;
 
 /// How to render.
 #[derive(Debug, Clone)]
@@ -198,6 +202,8 @@ struct Render<'a, 'r> {
     elements: usize,
     /// Nodes walked: each once, whatever ids the browser sent.
     seen: HashSet<*const Value>,
+    /// How deep the walk is now.
+    nesting: usize,
 }
 
 impl<'a> Render<'a, '_> {
@@ -219,6 +225,18 @@ impl<'a> Render<'a, '_> {
     }
 
     fn walk(&mut self, node: &'a Value, depth: usize) {
+        if self.nesting >= MAX_NESTING {
+            self.out.truncated = true;
+            return;
+        }
+        self.nesting += 1;
+        self.visit(node, depth);
+        self.nesting -= 1;
+    }
+
+    /// One node: its line, then its children at the depth it says. Only
+    /// what the recursion needs lives in this frame.
+    fn visit(&mut self, node: &'a Value, depth: usize) {
         if !self.seen.insert(node as *const Value) {
             return;
         }
@@ -226,6 +244,18 @@ impl<'a> Render<'a, '_> {
             self.out.truncated |= self.elements >= self.options.limit;
             return;
         }
+        let Some(next_depth) = self.show(node, depth) else {
+            return;
+        };
+        for child in self.tree.children(node) {
+            self.walk(child, next_depth);
+        }
+    }
+
+    /// Writes a node's own lines; the depth of its children, or none when
+    /// they are not walked.
+    #[inline(never)]
+    fn show(&mut self, node: &'a Value, depth: usize) -> Option<usize> {
         let r = role(node);
         if r == "StaticText" {
             if !self.options.interactive {
@@ -234,13 +264,10 @@ impl<'a> Render<'a, '_> {
                     self.line(depth, &format!("- text: {t}"));
                 }
             }
-            return;
+            return None;
         }
         if is_spliced(node) || r == "RootWebArea" {
-            for child in self.tree.children(node) {
-                self.walk(child, depth);
-            }
-            return;
+            return Some(depth);
         }
         let e = element(node);
         let interactive = INTERACTIVE.contains(&e.role);
@@ -309,7 +336,7 @@ impl<'a> Render<'a, '_> {
                 self.line(depth + 1, &format!("- /url: {url}"));
             }
             if !nested || only_text || self.options.depth.is_some_and(|d| depth >= d) {
-                return;
+                return None;
             }
             if self.options.interactive {
                 depth
@@ -318,13 +345,11 @@ impl<'a> Render<'a, '_> {
             }
         } else {
             if too_deep {
-                return;
+                return None;
             }
             depth
         };
-        for child in children {
-            self.walk(child, next_depth);
-        }
+        Some(next_depth)
     }
 }
 
@@ -352,6 +377,7 @@ pub fn render(nodes: &[Value], refs: &mut Refs, options: &Options) -> Snapshot {
         out: Snapshot::default(),
         elements: 0,
         seen: HashSet::new(),
+        nesting: 0,
     };
     if let Some(start) = start {
         render.walk(start, 0);
@@ -502,6 +528,35 @@ mod tests {
         );
         assert!(!s.text.contains("textbox"), "{}", s.text);
         assert!(s.text.contains("- form [ref=e3]"));
+    }
+
+    #[test]
+    fn a_deeply_nested_page_cannot_overflow_the_stack() {
+        // A page can nest elements as deep as its script likes; the walk
+        // runs on a runtime worker's stack (2 MiB): half of it must do.
+        let depth = 100_000;
+        let mut nodes =
+            vec![json!({"nodeId": "0", "role": {"value": "RootWebArea"}, "childIds": ["1"]})];
+        for i in 1..depth {
+            // Nameless wrappers: spliced, so no line and no element counts.
+            nodes.push(json!({
+                "nodeId": i.to_string(), "parentId": (i - 1).to_string(),
+                "role": {"value": "generic"}, "childIds": [(i + 1).to_string()],
+                "backendDOMNodeId": i,
+            }));
+        }
+        nodes.push(
+            json!({"nodeId": depth.to_string(), "parentId": (depth - 1).to_string(),
+            "role": {"value": "StaticText"}, "name": {"value": "bottom"}}),
+        );
+        let s = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || render(&nodes, &mut refs(), &Options::default()))
+            .unwrap()
+            .join()
+            .expect("the renderer survived");
+        assert!(s.truncated);
+        assert!(!s.text.contains("bottom"));
     }
 
     #[test]
