@@ -275,7 +275,12 @@ fn browser_options(
             hosts: args
                 .browser_allow_host
                 .iter()
-                .map(|h| h.trim().trim_matches(['[', ']']).to_ascii_lowercase())
+                .map(|h| {
+                    h.trim()
+                        .trim_matches(['[', ']'])
+                        .trim_end_matches('.')
+                        .to_ascii_lowercase()
+                })
                 .filter(|h| !h.is_empty())
                 .collect(),
         },

@@ -69,7 +69,10 @@ impl Reach {
         let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
         let host_port = authority.rsplit('@').next().unwrap_or_default();
         let (host, port) = split_host_port(host_port);
-        let host = host.to_ascii_lowercase();
+        // A name is the same name with its root's dot (`localhost.`), and
+        // Chromium resolves `localhost.` and `*.localhost.` to loopback
+        // itself, without asking the resolver we ask.
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
         let port = port.unwrap_or(if scheme == "https" || scheme == "wss" {
             443
         } else {
@@ -275,6 +278,11 @@ mod tests {
             "http://user:pw@127.0.0.1/",
             "http://100.64.0.1/",
             "ws://127.0.0.1:9222/devtools/browser",
+            // The root's dot: Chromium takes these as loopback itself.
+            "http://localhost./",
+            "http://LOCALHOST../",
+            "http://api.localhost.:3000/",
+            "http://127.0.0.1./",
         ] {
             assert!(
                 matches!(strict().judge(url), Verdict::Block(_)),
@@ -363,6 +371,7 @@ mod tests {
         };
         assert_eq!(reach.judge("http://127.0.0.1:8000/"), Verdict::Allow);
         assert_eq!(reach.judge("http://INTRANET/"), Verdict::Allow);
+        assert_eq!(reach.judge("http://intranet./"), Verdict::Allow);
         assert!(matches!(
             reach.judge("http://127.0.0.2/"),
             Verdict::Block(_)

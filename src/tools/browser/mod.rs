@@ -227,7 +227,9 @@ impl Browser {
             headless: self.options.headless,
             no_sandbox: self.options.no_sandbox,
         })?;
-        let state = Arc::new(Mutex::new(State::default()));
+        let mut state = State::default();
+        state.downloads_dir = Some(self.downloads_dir());
+        let state = Arc::new(Mutex::new(state));
         let hook_state = Arc::clone(&state);
         let reach = self.options.reach.clone();
         let cdp = Cdp::start(

@@ -208,6 +208,9 @@ pub struct State {
     /// Routes waiting for a download now: with none, a download a page
     /// starts is cancelled at once (no page fills this disk unasked).
     pub downloads_wanted: u32,
+    /// Where the browser writes downloads (under their guid), so what
+    /// nobody may take is removed.
+    pub downloads_dir: Option<PathBuf>,
 }
 
 impl State {
@@ -247,6 +250,18 @@ impl State {
         }
         let text = |k: &str| info[k].as_str().unwrap_or_default();
         Some(self.add(text("targetId"), text("url"), text("title")))
+    }
+
+    /// Removes what the browser wrote for a download (its guid is its
+    /// file name until a route claims it).
+    fn remove_download(&self, guid: &str) {
+        if let Some(dir) = &self.downloads_dir
+            && !guid.is_empty()
+            && !guid.contains(['/', '\\'])
+            && !guid.starts_with('.')
+        {
+            let _ = std::fs::remove_file(dir.join(guid));
+        }
     }
 
     fn remove(&mut self, target_id: &str) {
@@ -470,6 +485,7 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             let guid = p["guid"].as_str().unwrap_or_default().to_owned();
             if !wanted {
                 cdp.send(None, "Browser.cancelDownload", json!({ "guid": guid }));
+                state.remove_download(&guid);
             }
             state.downloads.push_back(Download {
                 seq,
@@ -483,24 +499,40 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
                 bytes: 0,
                 too_large: false,
             });
-            if state.downloads.len() > 64 {
-                state.downloads.pop_front();
+            if state.downloads.len() > 64
+                && let Some(forgotten) = state.downloads.pop_front()
+            {
+                if forgotten.state == "inProgress" {
+                    cdp.send(
+                        None,
+                        "Browser.cancelDownload",
+                        json!({ "guid": forgotten.guid }),
+                    );
+                }
+                state.remove_download(&forgotten.guid);
             }
         }
         "Browser.downloadProgress" => {
-            let guid = p["guid"].as_str().unwrap_or_default();
+            let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+            let mut gone = false;
             if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid)
                 && d.state == "inProgress"
             {
                 d.state = p["state"].as_str().unwrap_or("inProgress").to_owned();
                 d.bytes = p["receivedBytes"].as_u64().unwrap_or(d.bytes);
-                // Over what a file may carry: stopped while it comes in,
-                // not once it is all on disk.
-                if d.state == "inProgress" && d.bytes > super::files::MAX_FILE as u64 {
-                    cdp.send(None, "Browser.cancelDownload", json!({ "guid": d.guid }));
+                // Over what a file may carry: stopped while it comes in
+                // (or, on a fast link, removed once it came whole).
+                if d.bytes > super::files::MAX_FILE as u64 {
+                    if d.state == "inProgress" {
+                        cdp.send(None, "Browser.cancelDownload", json!({ "guid": guid }));
+                    }
                     d.state = "canceled".into();
                     d.too_large = true;
                 }
+                gone = d.state == "canceled";
+            }
+            if gone {
+                state.remove_download(&guid);
             }
         }
         _ => {}
