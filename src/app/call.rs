@@ -47,7 +47,9 @@ pub async fn run_cli_call(call: CallArgs) -> u8 {
 
 /// The small executable could not hand this command line to the full
 /// program: a call still answers with its one JSON object; anything else
-/// says so on stderr, with the shell's "cannot run" status.
+/// says so on stderr, with the shell's "cannot run" status. (Unix: on
+/// Windows the small executable runs everything itself.)
+#[cfg(unix)]
 pub fn not_handed_over(args: &[OsString], problem: &str) -> u8 {
     if !is_a_call(args) {
         tell("", problem);

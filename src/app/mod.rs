@@ -19,8 +19,10 @@ use crate::shared::log::tell;
 use crate::shared::signals::stopped;
 use crate::{node, schema};
 
+#[cfg(unix)]
+pub use call::not_handed_over;
 use call::{any_path, call_options, clap_error, router_call, well_formed_call};
-pub use call::{cli_call, not_handed_over, run_cli_call};
+pub use call::{cli_call, run_cli_call};
 use node_args::{node_options, node_service};
 
 /// Runs the program; returns the process exit code.

@@ -80,6 +80,7 @@ pub fn spawn_failed(lang: Lang, reason: &dyn fmt::Display) -> String {
 /// `problem` is English (the executable's own words and the system's
 /// error): it goes into the English sentence only, so each language's
 /// sentence is in that language alone (the caller logs it otherwise).
+#[cfg(unix)]
 pub fn cannot_hand_over(lang: Lang, problem: &str) -> String {
     match lang {
         Lang::Zh => format!(
