@@ -103,15 +103,16 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
         .unwrap();
     assert_eq!(png_size(&css), (w, h));
 
-    // A click the page answers.
+    // A click the page answers, its tab named as the agent names it.
     let clicked = ok(
         &gw,
         "POST",
         "/act",
-        json!({ "kind": "click", "ref": change }),
+        json!({ "kind": "click", "ref": change, "targetId": "t2" }),
     )
     .await;
     assert_eq!(clicked["ok"], true);
+    assert_eq!(clicked["targetId"], tab["targetId"]);
     let page = get(&gw, "/text", json!({})).await;
     assert!(
         page["text"].as_str().unwrap().contains("Text changed."),
@@ -206,7 +207,7 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
     );
 
     // The browser's whole tree ends with the node, even a SIGKILLed one.
-    let tree = descendants(pid as i32);
+    let tree = common::descendants(pid as i32);
     assert!(tree.len() > 1, "{tree:?}");
     node.signal(libc::SIGKILL);
     common::assert_gone_in_time(&tree, "the browser of a SIGKILLed node");
@@ -436,7 +437,7 @@ async fn a_crashed_browser_is_started_again_with_a_clear_status() {
     )
     .await;
     let pid = get(&gw, "/", json!({})).await["pid"].as_u64().unwrap();
-    let tree = descendants(pid as i32);
+    let tree = common::descendants(pid as i32);
     for p in &tree {
         unsafe { libc::kill(*p, libc::SIGKILL) };
     }
@@ -469,17 +470,6 @@ async fn a_crashed_browser_is_started_again_with_a_clear_status() {
             .contains("second page error"),
         "{errors}"
     );
-}
-
-/// `pid` and every process below it.
-fn descendants(pid: i32) -> Vec<i32> {
-    let mut all = vec![pid];
-    let mut i = 0;
-    while i < all.len() {
-        all.extend(common::children_of(all[i]));
-        i += 1;
-    }
-    all
 }
 
 /// Width and height of a PNG (its IHDR).

@@ -263,41 +263,6 @@ setInterval(() => { for (let i = 0; i < 4; i++) console.log(big + i); }, 20);
     assert!(after < 600, "the node grew to {after} MiB");
 }
 
-/// `pid` and every process below it.
-fn descendants(pid: u64) -> Vec<u64> {
-    let mut all = vec![pid];
-    let mut i = 0;
-    while i < all.len() {
-        let parent = all[i];
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(p) = entry.file_name().to_string_lossy().parse::<u64>() else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().nth(1))
-                .and_then(|x| x.parse::<u64>().ok());
-            if ppid == Some(parent) && !all.contains(&p) {
-                all.push(p);
-            }
-        }
-        i += 1;
-    }
-    all
-}
-
-fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
 /// Modes under `dir` that others than the owner may use.
 fn open_modes(dir: &std::path::Path, out: &mut Vec<String>) {
     use std::os::unix::fs::PermissionsExt;
@@ -352,8 +317,8 @@ async fn kills_at_the_worst_moment() {
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed = Instant::now();
-    for p in descendants(pid) {
-        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    for p in common::descendants(pid as i32) {
+        unsafe { libc::kill(p, libc::SIGKILL) };
     }
     let (took, answer) = waiting.await.unwrap();
     let after_kill = killed.elapsed();
@@ -387,17 +352,9 @@ async fn kills_at_the_worst_moment() {
     // The node SIGKILLed: no browser outlives it.
     let status = route(&gw, "GET", "/", json!({})).await;
     let pid = status["result"]["pid"].as_u64().unwrap();
-    let tree = descendants(pid);
+    let tree = common::descendants(pid as i32);
     node.signal(libc::SIGKILL);
-    let end = Instant::now() + Duration::from_secs(10);
-    while tree.iter().any(|p| alive(*p)) && Instant::now() < end {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let survivors: Vec<u64> = tree.iter().copied().filter(|p| alive(*p)).collect();
-    assert!(
-        survivors.is_empty(),
-        "browser processes outlived the node: {survivors:?}"
-    );
+    common::assert_gone_in_time(&tree, "the browser of a SIGKILLed node");
     // Started again on the same state (its profile's lock left behind).
     assert!(
         node.state()
@@ -531,4 +488,35 @@ async fn a_page_stuck_in_a_loop_holds_no_call_past_its_time() {
     assert!(left.get("error").is_none(), "{left}");
     let status = route(&gw, "GET", "/", json!({})).await;
     assert_eq!(status["result"]["running"], true, "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_endless_script_is_stopped_with_its_call_and_the_tab_lives_on() {
+    let (site, _) = serve("127.0.0.1", |_| {
+        html("<!doctype html><title>calm</title><p>calm text</p>".into())
+    });
+    let (gw, _node) =
+        browser_node(&["--browser-allow-host", "127.0.0.1", "--browser-evaluate"]).await;
+    let opened = route(
+        &gw,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/") }),
+    )
+    .await;
+    assert!(opened.get("error").is_none(), "{opened}");
+    let start = Instant::now();
+    let params = json!({ "method": "POST", "path": "/act", "timeoutMs": 3000, "errorEnvelope": "browser-v1",
+                         "body": { "kind": "evaluate", "fn": "() => { for (;;) {} }" } });
+    let looped = payload(&gw.invoke("browser.proxy", params).await);
+    let took = start.elapsed();
+    assert!(looped.get("error").is_some(), "{looped}");
+    assert!(
+        took < Duration::from_millis(4500),
+        "the evaluate took {took:?}"
+    );
+    // Its script was stopped with it: the same tab answers the next call.
+    let params = json!({ "method": "GET", "path": "/text", "timeoutMs": 3000, "errorEnvelope": "browser-v1" });
+    let text = payload(&gw.invoke("browser.proxy", params).await);
+    assert_eq!(text["result"]["text"], "calm text", "{text}");
 }

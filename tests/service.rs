@@ -407,12 +407,17 @@ async fn the_service_keeps_the_log_flags_it_was_installed_with() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
     let gw = FakeGateway::start(Config::default()).await;
+    // A browser named by path (a stand-in: install only checks it is there).
+    let dir = tempfile::tempdir().unwrap();
+    let chrome = dir.path().join("chrome");
+    std::fs::write(&chrome, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&chrome, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let m = FakeSystemd::new();
     let out = m.install(
         &gw.url(),
         &[
             "--browser",
-            "/opt/chromium/chrome",
+            chrome.to_str().unwrap(),
             "--browser-private-network",
             "--browser-allow-host",
             "intranet.example",
@@ -426,8 +431,9 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
         .lines()
         .find(|l| l.starts_with("ExecStart="))
         .unwrap_or_else(|| panic!("{unit}"));
+    let named = format!(" --browser {}", chrome.display());
     for flag in [
-        " --browser /opt/chromium/chrome",
+        named.as_str(),
         " --browser-private-network",
         " --browser-allow-host intranet.example",
         " --browser-evaluate",
@@ -442,4 +448,14 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--browser"), "{unit}");
+    // A browser that is not there is refused at install, not found
+    // missing by the service later.
+    let missing = FakeSystemd::new();
+    let out = missing.install(&gw.url(), &["--browser", "no-such-browser-here"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("--browser no-such-browser-here"),
+        "{}",
+        text(&out)
+    );
 }

@@ -490,8 +490,11 @@ impl Tools {
                     one_shot: false,
                 };
                 let tools = Arc::clone(self);
-                let budget = inv.timeout;
+                // The caller's time counts from now: what an approval took
+                // is not given back to the route.
+                let (timeout, asked) = (inv.timeout, Instant::now());
                 let work = Box::pin(async move {
+                    let budget = timeout.saturating_sub(asked.elapsed());
                     match &tools.browser {
                         Some(b) => b.proxy(request, budget).await,
                         None => Err(ToolError::new(

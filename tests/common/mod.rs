@@ -325,6 +325,17 @@ pub fn assert_gone_in_time(pids: &[i32], what: &str) {
     );
 }
 
+/// `pid` and every process below it (children of children, …).
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(children_of(all[i]));
+        i += 1;
+    }
+    all
+}
+
 /// The direct children of `pid` (every thread's list).
 pub fn children_of(pid: i32) -> Vec<i32> {
     let mut found: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))

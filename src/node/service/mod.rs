@@ -330,8 +330,17 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
         args.push(word("--no-agent-tools"));
     }
     let b = &o.browser;
-    if !matches!(b.browser.trim(), "" | "auto") {
-        args.extend([word("--browser"), b.browser.clone()]);
+    match b.browser.trim() {
+        "" | "auto" => {}
+        "off" => args.extend([word("--browser"), word("off")]),
+        // As an absolute path: the service's PATH is not this shell's.
+        named => {
+            let found = which::which(named).map_err(|_| {
+                format!("--browser {named}: no such executable (name a Chromium-family browser, or auto, or off)")
+            })?;
+            let found = std::path::absolute(&found).unwrap_or(found);
+            args.extend([word("--browser"), found.to_string_lossy().into_owned()]);
+        }
     }
     for (on, flag) in [
         (b.browser_headed, "--browser-headed"),

@@ -471,7 +471,8 @@ async fn wait(ctx: &Ctx<'_>, tab: &str, body: &Value) -> Result<(), Failure> {
                 .call(
                     tab,
                     "Runtime.evaluate",
-                    json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+                    json!({ "expression": expression, "returnByValue": true, "awaitPromise": true,
+                            "timeout": ctx.left().as_millis() as u64 }),
                 )
                 .await?;
             if value["result"]["value"] == true {

@@ -155,10 +155,23 @@ impl Cdp {
     }
 
     /// A command whose answer nobody waits for (a paused request's
-    /// verdict, sent from the event hook). Dropped when the queue is full.
+    /// verdict, a download's cancel, sent from the event hook). Never
+    /// dropped unseen: a browser that lets [`QUEUE`] commands pile up
+    /// unread is cut off (the next call starts a new one), rather than
+    /// left with a request unanswered or a download uncancelled.
     pub fn send(&self, session: Option<&str>, method: &'static str, params: Value) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let _ = self.out.try_send(encode(id, session, method, params));
+        if self
+            .out
+            .try_send(encode(id, session, method, params))
+            .is_err()
+            && !self.is_closed()
+        {
+            crate::shared::log::warn(&format!(
+                "browser: {QUEUE} commands wait unread ({method} among them); closing the connection"
+            ));
+            self.closed.cancel();
+        }
     }
 
     fn lock(

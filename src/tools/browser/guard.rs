@@ -7,8 +7,12 @@
 //! The browser's own URL is judged, after its canonicalisation (so
 //! `http://0x7f.1/` arrives as `127.0.0.1`).
 //!
-//! Schemes other than http(s), data, blob and about never load: `file:`
-//! would read this machine's files past the workspace.
+//! Schemes other than http(s), data, blob and about never load while the
+//! guard is on: `file:` would read this machine's files past the
+//! workspace. An agent's own navigation ([`Reach::navigable`]) is held to
+//! http(s) and `about:blank` always; with `--browser-private-network` no
+//! request is paused, and Chromium's own rule (a web page never loads a
+//! `file:` URL) is what holds for a page's requests.
 //!
 //! Not held: a name that resolves to a public address for us and a
 //! private one for the browser a moment later (DNS rebinding); WebSocket
@@ -196,17 +200,35 @@ fn split_host_port(text: &str) -> (&str, Option<u16>) {
 /// Private, loopback, link-local, unspecified (which reaches this
 /// machine), multicast and broadcast addresses.
 fn not_the_internet(ip: IpAddr) -> bool {
-    let v4 = match ip {
-        IpAddr::V4(v4) => Some(v4),
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| v6.to_ipv4()),
+    let (v4, tunnel) = match ip {
+        IpAddr::V4(v4) => (Some(v4), false),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            let embedded =
+                |hi: u16, lo: u16| Some(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
+            match s {
+                // NAT64 (64:ff9b::/96): the IPv4 address in its last 32 bits.
+                [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => (embedded(hi, lo), false),
+                // 6to4 (2002::/16): the IPv4 address right after the prefix.
+                [0x2002, hi, lo, ..] => (embedded(hi, lo), false),
+                // Local-use NAT64 (64:ff9b:1::/48) and Teredo (2001::/32):
+                // what they reach cannot be told from here.
+                [0x64, 0xff9b, 1, ..] | [0x2001, 0, ..] => (None, true),
+                _ => (v6.to_ipv4_mapped().or_else(|| v6.to_ipv4()), false),
+            }
+        }
     };
-    crate::shared::net::private_address(ip)
+    tunnel
+        || crate::shared::net::private_address(ip)
         || ip.is_unspecified()
         || ip.is_multicast()
         || v4.is_some_and(|v4| {
+            let [a, b, c, _] = v4.octets();
             crate::shared::net::private_v4(v4)
-                || v4.octets()[0] == 0
-                || v4 == Ipv4Addr::BROADCAST
+                || a == 0
+                || a >= 240 // reserved 240/4 and broadcast
+                || (a == 198 && (b & 0xfe) == 18) // benchmarking 198.18/15
+                || (a, b, c) == (192, 0, 0) // IETF protocol assignments
                 || v4.is_multicast()
         })
 }
@@ -278,6 +300,16 @@ mod tests {
             "http://user:pw@127.0.0.1/",
             "http://100.64.0.1/",
             "ws://127.0.0.1:9222/devtools/browser",
+            // Private addresses inside IPv6 transition forms, and the
+            // special IPv4 ranges OpenClaw's guard refuses too.
+            "http://[64:ff9b::a00:1]/",
+            "http://[2002:c0a8:101::1]/",
+            "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "http://[64:ff9b:1::1]/",
+            "http://198.18.0.1/",
+            "http://192.0.0.8/",
+            "http://240.0.0.1/",
+            "http://255.255.255.255/",
             // The root's dot: Chromium takes these as loopback itself.
             "http://localhost./",
             "http://LOCALHOST../",
@@ -294,6 +326,15 @@ mod tests {
     #[test]
     fn public_hosts_pass_and_names_are_resolved_first() {
         assert_eq!(strict().judge("https://93.184.215.14/"), Verdict::Allow);
+        // A public IPv4 address behind NAT64 or 6to4 is the internet.
+        assert_eq!(
+            strict().judge("https://[64:ff9b::5db8:d70e]/"),
+            Verdict::Allow
+        );
+        assert_eq!(
+            strict().judge("https://[2002:5db8:d70e::1]/"),
+            Verdict::Allow
+        );
         assert_eq!(
             strict().judge("https://Example.com:8443/x?y#z"),
             Verdict::Resolve {

@@ -364,6 +364,7 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<
     if kind == "page" || kind == "iframe" {
         for (method, params) in [
             ("Page.enable", json!({})),
+            ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
             ("Runtime.enable", json!({})),
             (
                 "Network.enable",

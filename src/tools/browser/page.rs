@@ -214,10 +214,19 @@ impl Ctx<'_> {
         clicks: u32,
         modifiers: u8,
     ) -> Result<(), Failure> {
+        // The buttons held while it happens (a drag's moves hold the left
+        // one: pointer-based drag code reads `buttons`, not `button`).
+        let held = match (kind, button) {
+            ("mouseReleased", _) | (_, "none") => 0,
+            (_, "right") => 2,
+            (_, "middle") => 4,
+            _ => 1,
+        };
         self.call(
             tab,
             "Input.dispatchMouseEvent",
-            json!({ "type": kind, "x": x, "y": y, "button": button, "clickCount": clicks, "modifiers": modifiers }),
+            json!({ "type": kind, "x": x, "y": y, "button": button, "buttons": held,
+                    "clickCount": clicks, "modifiers": modifiers }),
         )
         .await
         .map(drop)
@@ -381,7 +390,8 @@ impl Ctx<'_> {
                     self.call(
                         tab,
                         "Runtime.evaluate",
-                        json!({ "expression": format!("({function}).call(window)"), "returnByValue": true, "awaitPromise": true }),
+                        json!({ "expression": format!("({function}).call(window)"), "returnByValue": true, "awaitPromise": true,
+                                "timeout": self.left().as_millis() as u64 }),
                     )
                     .await?
                 }

@@ -49,8 +49,10 @@ const SPLICED: &[&str] = &[
 /// Roles whose value is what the user typed or chose.
 const VALUED: &[&str] = &["textbox", "searchbox", "combobox", "spinbutton", "slider"];
 
-/// Default and largest `maxChars` of an `ai` snapshot.
-pub const DEFAULT_MAX_CHARS: usize = 80_000;
+/// `maxChars` of an `ai` snapshot when none is asked (OpenClaw's), and of
+/// an efficient one.
+pub const DEFAULT_MAX_CHARS: usize = 40_000;
+pub const EFFICIENT_MAX_CHARS: usize = 8_000;
 /// Elements listed at most.
 pub const MAX_LIMIT: usize = 5_000;
 /// Nodes nested deeper than this are not walked (the walk recurses, on
@@ -89,7 +91,6 @@ pub struct Snapshot {
     pub text: String,
     pub nodes: Vec<Value>,
     pub refs: Map<String, Value>,
-    pub lines: usize,
     pub interactive: usize,
     pub truncated: bool,
 }
@@ -221,7 +222,6 @@ impl<'a> Render<'a, '_> {
         }
         self.out.text.push_str(text);
         self.out.text.push('\n');
-        self.out.lines += 1;
     }
 
     fn walk(&mut self, node: &'a Value, depth: usize) {

@@ -4,9 +4,10 @@
 //! last snapshot, and what is armed for its next dialog or file chooser.
 //!
 //! Updated by the event hook on the reader's task: it never waits, and
-//! answers what must be answered at once (a dialog nobody armed is
-//! dismissed, so no page can hang us; a file chooser gets its armed files
-//! or none).
+//! answers what must be answered at once (an armed dialog answer, a file
+//! chooser's armed files or none, a download nobody asked for cancelled).
+//! A dialog nobody armed stays pending: routes report it
+//! (`blockedByDialog`) instead of waiting on the page behind it.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -75,6 +76,14 @@ impl Refs {
     }
 }
 
+/// Files for the next file chooser of one document, until when: files
+/// approved for a page never go to the next page, nor hours later.
+pub struct ArmedFiles {
+    pub paths: Vec<PathBuf>,
+    pub until: std::time::Instant,
+    pub document: u32,
+}
+
 /// What the next dialog gets, until when.
 #[derive(Clone)]
 pub struct DialogAnswer {
@@ -112,10 +121,9 @@ pub struct Tab {
     pub recent_dialogs: VecDeque<Value>,
     dialog_seq: u32,
     pub armed_dialog: Option<DialogAnswer>,
-    pub armed_files: Option<Vec<PathBuf>>,
-    /// File choosers opened since the last arming (backend node ids).
+    pub armed_files: Option<ArmedFiles>,
+    /// File choosers the page has opened (a count).
     pub choosers: u32,
-    documents: u32,
 }
 
 impl Tab {
@@ -141,7 +149,6 @@ impl Tab {
             armed_dialog: None,
             armed_files: None,
             choosers: 0,
-            documents: 1,
         }
     }
 
@@ -344,9 +351,8 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             if frame.get("parentId").is_none()
                 && let Some(tab) = session.and_then(|s| state.by_session(s))
             {
-                tab.documents += 1;
                 tab.refs = Refs {
-                    document: tab.documents,
+                    document: tab.refs.document + 1,
                     ..Refs::default()
                 };
                 tab.url = frame["url"].as_str().unwrap_or_default().to_owned();
@@ -465,11 +471,17 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
         "Page.fileChooserOpened" => {
             if let Some(tab) = session.and_then(|s| state.by_session(s)) {
                 tab.choosers += 1;
-                if let (Some(files), Some(node)) =
-                    (tab.armed_files.take(), p["backendNodeId"].as_i64())
-                {
-                    let files: Vec<String> =
-                        files.iter().map(|f| f.display().to_string()).collect();
+                let document = tab.refs.document;
+                let armed = tab
+                    .armed_files
+                    .take()
+                    .filter(|a| a.document == document && a.until > std::time::Instant::now());
+                if let (Some(armed), Some(node)) = (armed, p["backendNodeId"].as_i64()) {
+                    let files: Vec<String> = armed
+                        .paths
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect();
                     cdp.send(
                         session,
                         "DOM.setFileInputFiles",
@@ -678,6 +690,57 @@ mod tests {
         assert!(last.too_large && last.state == "canceled");
     }
 
+    #[tokio::test]
+    async fn armed_files_go_only_to_their_own_document_in_time() {
+        let (ours, mut browser) = tokio::io::duplex(1 << 20);
+        let (r, w) = tokio::io::split(ours);
+        let cdp = Cdp::start(r, w, Box::new(|_, _| {}));
+        let state = std::sync::Mutex::new(State::default());
+        {
+            let mut s = state.lock().unwrap();
+            let tab = s.add("T", "http://a/", "");
+            tab.session = Some("S".into());
+            tab.refs.document = 2;
+        }
+        let chooser = Event {
+            method: "Page.fileChooserOpened".into(),
+            params: json!({ "backendNodeId": 7, "frameId": "T", "mode": "selectSingle" }),
+            session: Some("S".into()),
+        };
+        let arm = |document: u32, within: u64| {
+            state.lock().unwrap().tab_mut("T").unwrap().armed_files = Some(ArmedFiles {
+                paths: vec!["/staged/a.txt".into()],
+                until: std::time::Instant::now() + std::time::Duration::from_secs(within),
+                document,
+            });
+        };
+        // Armed for the page before this one: not handed over, and gone.
+        arm(1, 60);
+        observe(&state, &cdp, &chooser);
+        assert_eq!(sent(&mut browser).await, "");
+        assert!(
+            state
+                .lock()
+                .unwrap()
+                .tab("T")
+                .unwrap()
+                .armed_files
+                .is_none()
+        );
+        // Armed, but its time is up: the same.
+        arm(2, 0);
+        observe(&state, &cdp, &chooser);
+        assert_eq!(sent(&mut browser).await, "");
+        // Armed for this page, in time: handed to the chooser.
+        arm(2, 60);
+        observe(&state, &cdp, &chooser);
+        let message = sent(&mut browser).await;
+        assert!(
+            message.contains("DOM.setFileInputFiles") && message.contains("/staged/a.txt"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn rings_keep_the_newest() {
         let mut r = Ring::default();
@@ -687,5 +750,20 @@ mod tests {
         let e = r.entries();
         assert_eq!(e.len(), RING);
         assert_eq!(e[0], json!(5));
+    }
+
+    /// What the browser side of a test pipe got within 200 ms.
+    async fn sent(browser: &mut tokio::io::DuplexStream) -> String {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 4096];
+        match tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            browser.read(&mut buf),
+        )
+        .await
+        {
+            Ok(Ok(n)) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            _ => String::new(),
+        }
     }
 }

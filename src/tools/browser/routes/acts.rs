@@ -9,15 +9,20 @@ use super::{Ctx, Failure, Request, Route, Setting};
 use crate::tools::browser::{act, files, state};
 
 pub async fn act(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
-    let body = &request.body;
     let tab = ctx.tab_or_new(request.target()).await?;
+    // Every targetId as the raw id it names (`t1`, a label, a prefix), so
+    // the check compares tabs, not spellings.
+    let mut body = request.body.clone();
+    raw_targets(ctx, &mut body, 0);
+    let body = &body;
     act::check(body, &tab, ctx.browser.options().evaluate, 0)?;
+    // An action the page answers with a dialog does not finish until the
+    // dialog is answered: the dialog ends the wait instead (listened for
+    // before the check for an open one, so none slips between the two).
+    let mut events = ctx.run.cdp.subscribe();
     if let Some(blocked) = ctx.blocked_by_dialog(&tab) {
         return Ok(blocked);
     }
-    // An action the page answers with a dialog does not finish until the
-    // dialog is answered: the dialog ends the wait instead.
-    let mut events = ctx.run.cdp.subscribe();
     let session = ctx.with_tab(&tab, |t| t.session.clone()).flatten();
     let dialog = async {
         loop {
@@ -65,7 +70,11 @@ pub async fn dialog(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> 
     let answer = state::DialogAnswer {
         accept,
         prompt_text: body["promptText"].as_str().map(str::to_owned),
-        until: Instant::now() + request.timeout.unwrap_or(Duration::from_secs(120)),
+        // The body's timeoutMs (OpenClaw's arming window), else 120 s.
+        until: Instant::now()
+            + body["timeoutMs"]
+                .as_u64()
+                .map_or(Duration::from_secs(120), Duration::from_millis),
     };
     let id = body["dialogId"].as_str();
     let session = ctx.with_tab(&tab, |t| t.session.clone()).flatten();
@@ -163,9 +172,25 @@ pub async fn file_chooser(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Fai
         return Ok(json!({ "ok": true }));
     }
     let paths: Vec<std::path::PathBuf> = files.iter().map(Into::into).collect();
+    let arm = |paths: Vec<std::path::PathBuf>, within: Duration| {
+        ctx.with_tab(&tab, |t| {
+            t.armed_files = Some(state::ArmedFiles {
+                paths,
+                until: Instant::now() + within,
+                document: t.refs.document,
+            });
+            t.choosers
+        })
+    };
     let Some(r) = clicked else {
-        // Armed for the next chooser the page opens.
-        ctx.with_tab(&tab, |t| t.armed_files = Some(paths));
+        // Armed for the next chooser this page opens, for the call's
+        // time (120 s unless it names one), as OpenClaw's waiter.
+        arm(
+            paths,
+            body["timeoutMs"]
+                .as_u64()
+                .map_or(Duration::from_secs(120), Duration::from_millis),
+        );
         return Ok(json!({ "ok": true }));
     };
     let node = ctx.node_of(&tab, r)?;
@@ -188,15 +213,19 @@ pub async fn file_chooser(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Fai
         .await?;
         return Ok(json!({ "ok": true }));
     }
-    let before = ctx.with_tab(&tab, |t| {
-        t.armed_files = Some(paths);
-        t.choosers
-    });
+    let before = arm(paths, ctx.left());
+    // However this ends (an error, the call dropped), nothing stays armed.
+    struct Disarm<'a>(&'a Ctx<'a>, &'a str);
+    impl Drop for Disarm<'_> {
+        fn drop(&mut self) {
+            self.0.with_tab(self.1, |t| t.armed_files = None);
+        }
+    }
+    let _disarm = Disarm(ctx, &tab);
     let (x, y) = ctx.centre(&tab, &node, Some(r)).await?;
     ctx.click(&tab, x, y, "left", 1, 0).await?;
     while ctx.with_tab(&tab, |t| t.choosers) == before {
         if ctx.left() < Duration::from_millis(100) {
-            ctx.with_tab(&tab, |t| t.armed_files = None);
             return Err(Failure::new(
                 500,
                 format!(
@@ -296,6 +325,34 @@ impl Drop for Wanted<'_> {
     }
 }
 
+/// `scheme://host[:port]` of an http(s) URL.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    Some(format!("{scheme}://{authority}"))
+}
+
+/// Replaces each `targetId` of an act body (and of its batch's actions,
+/// as deep as a batch may nest) by the raw id it resolves to; one that
+/// names no tab stays as written (and fails the check).
+fn raw_targets(ctx: &Ctx<'_>, body: &mut Value, depth: usize) {
+    if let Some(name) = body["targetId"].as_str()
+        && let Ok(raw) = ctx.resolve(Some(name))
+    {
+        body["targetId"] = json!(raw);
+    }
+    if depth < 8
+        && let Some(actions) = body.get_mut("actions").and_then(Value::as_array_mut)
+    {
+        for action in actions.iter_mut().filter(|a| a.is_object()) {
+            raw_targets(ctx, action, depth + 1);
+        }
+    }
+}
+
 /// `POST /set/<setting>`: emulation on the tab.
 pub async fn emulate(ctx: &Ctx<'_>, request: &Request, setting: Setting) -> Result<Value, Failure> {
     let body = &request.body;
@@ -370,6 +427,8 @@ pub async fn emulate(ctx: &Ctx<'_>, request: &Request, setting: Setting) -> Resu
             if body["clear"] == true {
                 ctx.call(&tab, "Emulation.clearGeolocationOverride", json!({}))
                     .await?;
+                ctx.browser_call("Browser.resetPermissions", json!({}))
+                    .await?;
             } else {
                 let (Some(lat), Some(lon)) =
                     (body["latitude"].as_f64(), body["longitude"].as_f64())
@@ -395,6 +454,23 @@ pub async fn emulate(ctx: &Ctx<'_>, request: &Request, setting: Setting) -> Resu
                     json!({ "latitude": lat, "longitude": lon, "accuracy": accuracy }),
                 )
                 .await?;
+                // A position the page may not read is no position: the
+                // origin (given, else the page's) is granted geolocation.
+                let url = ctx.url(&tab);
+                let origin = match body["origin"].as_str() {
+                    Some(o) if o.starts_with("http://") || o.starts_with("https://") => {
+                        o.to_owned()
+                    }
+                    Some(_) => return Err(Failure::new(400, "origin must be an http(s) origin")),
+                    None => origin_of(&url).unwrap_or_default(),
+                };
+                if !origin.is_empty() {
+                    ctx.browser_call(
+                        "Browser.grantPermissions",
+                        json!({ "permissions": ["geolocation"], "origin": origin }),
+                    )
+                    .await?;
+                }
             }
         }
         Setting::Device => {

@@ -228,6 +228,9 @@ impl Request {
             if request.body.get("paths").is_some() {
                 return Err(invalid("an upload's body must not carry paths"));
             }
+            if !(request.body.is_object() || request.body.is_null()) {
+                return Err(invalid("an upload's body must be an object"));
+            }
         }
         let route = format!("{} {}", request.method, request.path);
         if matches!(
@@ -385,8 +388,17 @@ pub async fn serve(
             return Err(Failure::new(501, "screencast is not supported over a node")
                 .code("SCREENCAST_UNSUPPORTED"));
         }
-        Route::Tabs if browser.live().0.is_none() => {
-            return Ok(json!({ "running": false, "tabs": [] }));
+        Route::Tabs => {
+            return Ok(match browser.live().0 {
+                Some(live) => {
+                    let state = live.state.lock().unwrap_or_else(|e| e.into_inner());
+                    json!({ "running": true, "tabs": tabs::list(&state) })
+                }
+                None => json!({ "running": false, "tabs": [] }),
+            });
+        }
+        Route::Doctor if !status::deep(request) => {
+            return status::doctor(browser, None, request).await;
         }
         _ => {}
     }
@@ -397,12 +409,11 @@ pub async fn serve(
         deadline,
     };
     match route {
-        Route::Status | Route::Profiles | Route::Stop | Route::Screencast => {
+        Route::Status | Route::Profiles | Route::Stop | Route::Screencast | Route::Tabs => {
             unreachable!("served above")
         }
         Route::Start => Ok(json!({ "ok": true, "profile": PROFILE })),
-        Route::Doctor => status::doctor(&ctx, request).await,
-        Route::Tabs => Ok(json!({ "running": true, "tabs": tabs::list(&ctx) })),
+        Route::Doctor => status::doctor(browser, Some(&ctx), request).await,
         Route::TabsOpen => tabs::open(&ctx, request).await,
         Route::TabsFocus => tabs::focus(&ctx, request).await,
         Route::TabsAction => tabs::action(&ctx, request).await,
@@ -489,6 +500,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("requires upload"));
+        // An upload with a body that is no object is refused, not staged.
+        let upload = json!({"envelope": "browser-upload-v1", "files": [{"name": "a", "contentBase64": "eA=="}]});
+        for body in [json!("x"), json!([1]), json!(5)] {
+            let e = Request::parse(
+                &json!({"method": "POST", "path": "/hooks/file-chooser", "body": body, "upload": upload}),
+                true,
+            )
+            .unwrap_err();
+            assert!(e.message.contains("must be an object"), "{body}");
+        }
         for (method, path) in [
             ("POST", "/profiles/create"),
             ("POST", "/reset-profile"),

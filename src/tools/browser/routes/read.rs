@@ -36,8 +36,8 @@ pub async fn snapshot(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure
     let max_chars = match request.number("maxChars") {
         Some(0) => usize::MAX,
         Some(n) => n as usize,
-        None if efficient => 8_000,
-        None => 40_000,
+        None if efficient => snapshot::EFFICIENT_MAX_CHARS,
+        None => snapshot::DEFAULT_MAX_CHARS,
     };
     let options = snapshot::Options {
         interactive: efficient || request.flag("interactive"),
@@ -279,7 +279,9 @@ pub async fn text(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
         .call(
             &tab,
             "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true }),
+            // The page's own script cannot hold it past the call's time.
+            json!({ "expression": expression, "returnByValue": true,
+                    "timeout": ctx.left().as_millis() as u64 }),
         )
         .await?;
     let full = value["result"]["value"].as_str().unwrap_or_default();

@@ -81,15 +81,26 @@ pub fn profiles(browser: &Browser) -> Value {
     }]})
 }
 
-pub async fn doctor(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
+/// `GET /doctor`: what it can tell without a browser; with `deep` (or
+/// `live`, which start one) a live accessibility snapshot too.
+pub async fn doctor(
+    browser: &Browser,
+    live: Option<&Ctx<'_>>,
+    request: &Request,
+) -> Result<Value, Failure> {
+    let version = browser.live().0.map(|l| l.version);
     let mut checks = vec![
         json!({ "id": "profile", "label": "Profile", "status": "pass", "summary": "openclaw via cdp" }),
         json!({ "id": "managed-executable", "label": "Browser executable", "status": "pass",
-                "summary": ctx.browser.options().executable.display().to_string() }),
-        json!({ "id": "cdp-pipe", "label": "DevTools", "status": "pass",
-                "summary": format!("{} over a private pipe", ctx.run.version) }),
+                "summary": browser.options().executable.display().to_string() }),
+        match version {
+            Some(v) => json!({ "id": "cdp-pipe", "label": "DevTools", "status": "pass",
+                               "summary": format!("{v} over a private pipe") }),
+            None => json!({ "id": "cdp-pipe", "label": "DevTools", "status": "info",
+                            "summary": "not running (the next call starts it)" }),
+        },
     ];
-    if request.flag("deep") || request.flag("live") {
+    if let Some(ctx) = live.filter(|_| deep(request)) {
         let tab = ctx.tab_or_new(None).await?;
         let check = match ctx
             .call(&tab, "Accessibility.getFullAXTree", json!({ "depth": 25 }))
@@ -107,6 +118,11 @@ pub async fn doctor(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> 
     }
     let ok = !checks.iter().any(|c| c["status"] == "fail");
     Ok(
-        json!({ "ok": ok, "profile": PROFILE, "transport": "cdp", "checks": checks, "status": status(ctx.browser) }),
+        json!({ "ok": ok, "profile": PROFILE, "transport": "cdp", "checks": checks, "status": status(browser) }),
     )
+}
+
+/// Whether `/doctor` asks for a live check (which starts the browser).
+pub fn deep(request: &Request) -> bool {
+    request.flag("deep") || request.flag("live")
 }

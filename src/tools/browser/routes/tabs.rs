@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 use super::{Ctx, Failure, Request};
 use crate::tools::browser::{PROFILE, state};
 
-pub fn list(ctx: &Ctx<'_>) -> Vec<Value> {
-    let state = ctx.run.state.lock().unwrap_or_else(|e| e.into_inner());
+pub fn list(state: &state::State) -> Vec<Value> {
     state
         .tabs
         .iter()
@@ -70,8 +69,12 @@ pub async fn open(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .add(&tab, "about:blank", "");
-    if url != "about:blank" {
-        go(ctx, &tab, url).await?;
+    if url != "about:blank"
+        && let Err(e) = go(ctx, &tab, url).await
+    {
+        // A page that could not load is not left open (OpenClaw closes it).
+        let _ = ctx.close_tab(&tab).await;
+        return Err(e);
     }
     ctx.with_tab(&tab, |t| t.label = label.map(str::to_owned));
     ctx.set_current(&tab);
@@ -132,17 +135,27 @@ async fn go(ctx: &Ctx<'_>, tab: &str, url: &str) -> Result<(), Failure> {
         Some(s) => Some(s),
         None => ctx.with_tab(tab, |t| t.session.clone()).flatten(),
     };
-    // The load event, or the route's time (a page that never finishes
-    // loading is still a page to read).
+    // The load of this navigation's document (its loader id: never an
+    // earlier one's), a dialog, or the route's time (a page that never
+    // finishes loading is still a page to read). Events lost to a slow
+    // reader end the wait too: the page is read as it is.
+    let loader = navigated["loaderId"].clone();
     let until = ctx.deadline.min(Instant::now() + ctx.left().mul_f32(0.8));
     loop {
         let event = tokio::time::timeout_at(until.into(), events.recv()).await;
         match event {
-            Ok(Ok(e)) if e.method == "Page.loadEventFired" && e.session == session => break,
+            Ok(Ok(e))
+                if e.session == session
+                    && e.method == "Page.lifecycleEvent"
+                    && e.params["name"] == "load"
+                    && e.params["loaderId"] == loader =>
+            {
+                break;
+            }
             Ok(Ok(e)) if e.method == "Page.javascriptDialogOpening" && e.session == session => {
                 break;
             }
-            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Ok(_)) => {}
             _ => break,
         }
     }
@@ -218,7 +231,7 @@ pub async fn action(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> 
             .ok_or_else(|| Failure::new(404, "tab not found"))
     };
     match body["action"].as_str().unwrap_or("") {
-        "list" => Ok(json!({ "ok": true, "tabs": list(ctx) })),
+        "list" => Ok(json!({ "ok": true, "tabs": list(&ctx.state()) })),
         "new" => {
             let mut open_request = request.clone();
             open_request.body = json!({ "url": "about:blank", "label": body["label"] });
