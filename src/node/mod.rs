@@ -270,20 +270,7 @@ fn browser_options(
         dir: state_dir.join("browser"),
         headless: !(args.browser_headed && display),
         no_sandbox: tools::browser::running_as_root(),
-        reach: tools::browser::Reach {
-            private_network: args.browser_private_network,
-            hosts: args
-                .browser_allow_host
-                .iter()
-                .map(|h| {
-                    h.trim()
-                        .trim_matches(['[', ']'])
-                        .trim_end_matches('.')
-                        .to_ascii_lowercase()
-                })
-                .filter(|h| !h.is_empty())
-                .collect(),
-        },
+        reach: tools::browser::Reach::new(args.browser_private_network, &args.browser_allow_host),
         evaluate: args.browser_evaluate,
     }))
 }

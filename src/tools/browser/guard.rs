@@ -48,6 +48,19 @@ pub enum Verdict {
 }
 
 impl Reach {
+    /// The owner's opt-ins, host names as the guard compares them (lower
+    /// case, no brackets, no root's dot).
+    pub fn new(private_network: bool, hosts: &[String]) -> Self {
+        Self {
+            private_network,
+            hosts: hosts
+                .iter()
+                .map(|h| host_name(h.trim().trim_matches(['[', ']'])))
+                .filter(|h| !h.is_empty())
+                .collect(),
+        }
+    }
+
     /// Whether requests need pausing at all.
     pub fn guarding(&self) -> bool {
         !self.private_network
@@ -76,7 +89,7 @@ impl Reach {
         // A name is the same name with its root's dot (`localhost.`), and
         // Chromium resolves `localhost.` and `*.localhost.` to loopback
         // itself, without asking the resolver we ask.
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let host = host_name(host);
         let port = port.unwrap_or(if scheme == "https" || scheme == "wss" {
             443
         } else {
@@ -183,6 +196,11 @@ fn blocked(host: &str) -> Verdict {
     Verdict::Block(format!(
         "Navigation blocked: {host} is a private or local address (the node's owner can allow it with --browser-private-network or --browser-allow-host {host})"
     ))
+}
+
+/// A host as the guard compares it: lower case, without its root's dot.
+fn host_name(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// `host[:port]`, IPv6 in brackets.
@@ -402,6 +420,14 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.contains("Unable to resolve hostname"), "{e}");
+    }
+
+    #[test]
+    fn allowed_hosts_are_named_as_the_guard_compares_them() {
+        let reach = Reach::new(false, &["Intranet.".into(), "[::1]".into(), "  ".into()]);
+        assert_eq!(reach.hosts, ["intranet", "::1"]);
+        assert_eq!(reach.judge("http://intranet/"), Verdict::Allow);
+        assert_eq!(reach.judge("http://[::1]:8000/"), Verdict::Allow);
     }
 
     #[test]

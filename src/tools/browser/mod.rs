@@ -282,8 +282,15 @@ impl Browser {
         let steps = async {
             let version = cdp.call(None, "Browser.getVersion", json!({}), t).await?;
             running.version = version["product"].as_str().unwrap_or_default().to_owned();
+            // Downloads live here only until they travel: what an earlier
+            // browser left (it died mid-download) goes.
             let downloads = self.downloads_dir();
             let _ = crate::shared::paths::create_private_dir(&downloads);
+            for entry in std::fs::read_dir(&downloads).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_file()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
             cdp.call(
                 None,
                 "Browser.setDownloadBehavior",
@@ -393,6 +400,7 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .tab_mut(target)
+        && tab.session.as_deref() == Some(session)
     {
         tab.ready = true;
     }

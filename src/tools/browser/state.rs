@@ -341,8 +341,17 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             }
         }
         "Target.attachedToTarget" => {
+            // One session a tab: a second (a late hand attach racing the
+            // automatic one) is let go, not swapped in half prepared.
+            let new = p["sessionId"].as_str().map(str::to_owned);
             if let Some(tab) = state.seen(&p["targetInfo"]) {
-                tab.session = p["sessionId"].as_str().map(str::to_owned);
+                match &tab.session {
+                    None => tab.session = new,
+                    Some(kept) if Some(kept) != new.as_ref() => {
+                        cdp.send(None, "Target.detachFromTarget", json!({ "sessionId": new }));
+                    }
+                    Some(_) => {}
+                }
             }
         }
         "Page.frameNavigated" => {
@@ -527,20 +536,22 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
         "Browser.downloadProgress" => {
             let guid = p["guid"].as_str().unwrap_or_default().to_owned();
             let mut gone = false;
-            if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid)
-                && d.state == "inProgress"
-            {
-                d.state = p["state"].as_str().unwrap_or("inProgress").to_owned();
-                d.bytes = p["receivedBytes"].as_u64().unwrap_or(d.bytes);
-                // Over what a file may carry: stopped while it comes in
-                // (or, on a fast link, removed once it came whole).
-                if d.bytes > super::files::MAX_FILE as u64 {
-                    if d.state == "inProgress" {
-                        cdp.send(None, "Browser.cancelDownload", json!({ "guid": guid }));
+            if let Some(d) = state.downloads.iter_mut().find(|d| d.guid == guid) {
+                if d.state == "inProgress" {
+                    d.state = p["state"].as_str().unwrap_or("inProgress").to_owned();
+                    d.bytes = p["receivedBytes"].as_u64().unwrap_or(d.bytes);
+                    // Over what a file may carry: stopped while it comes in
+                    // (or, on a fast link, removed once it came whole).
+                    if d.bytes > super::files::MAX_FILE as u64 {
+                        if d.state == "inProgress" {
+                            cdp.send(None, "Browser.cancelDownload", json!({ "guid": guid }));
+                        }
+                        d.state = "canceled".into();
+                        d.too_large = true;
                     }
-                    d.state = "canceled".into();
-                    d.too_large = true;
                 }
+                // Whatever the browser still writes of a cancelled one
+                // (it may come after the cancel) goes as it is reported.
                 gone = d.state == "canceled";
             }
             if gone {

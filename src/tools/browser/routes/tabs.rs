@@ -55,10 +55,7 @@ pub async fn open(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
     if let Some(label) = label
         && !valid_label(label)
     {
-        return Err(Failure::new(
-            500,
-            "Error: tab label must be 1-64 chars and use only letters, numbers, _, ., :, or -",
-        ));
+        return Err(Failure::new(500, BAD_LABEL));
     }
     let created = ctx
         .browser_call("Target.createTarget", json!({ "url": "about:blank" }))
@@ -86,6 +83,10 @@ pub async fn open(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
     Ok(json)
 }
 
+/// OpenClaw's words for a label [`valid_label`] refuses.
+const BAD_LABEL: &str =
+    "Error: tab label must be 1-64 chars and use only letters, numbers, _, ., :, or -";
+
 fn valid_label(label: &str) -> bool {
     (1..=64).contains(&label.len())
         && label
@@ -95,7 +96,7 @@ fn valid_label(label: &str) -> bool {
 
 async fn prune_tabs(ctx: &Ctx<'_>, keep: &str) {
     let excess: Vec<String> = {
-        let state = ctx.run.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = ctx.state();
         let n = state.tabs.len().saturating_sub(MAX_TABS);
         state
             .tabs
@@ -223,7 +224,7 @@ pub async fn action(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> 
         }
     };
     let nth = |i: usize| -> Result<String, Failure> {
-        let state = ctx.run.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = ctx.state();
         state
             .tabs
             .get(i)
@@ -246,10 +247,7 @@ pub async fn action(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> 
                 .as_str()
                 .ok_or_else(|| Failure::new(400, "label is required"))?;
             if !valid_label(label) {
-                return Err(Failure::new(
-                    500,
-                    "Error: tab label must be 1-64 chars and use only letters, numbers, _, ., :, or -",
-                ));
+                return Err(Failure::new(500, BAD_LABEL));
             }
             let tab = ctx.resolve(Some(name))?;
             let json = ctx.with_tab(&tab, |t| {
