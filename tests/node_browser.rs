@@ -9,9 +9,9 @@
 mod common;
 
 use base64::Engine;
-use common::browser::{chromium, ref_after, serve_fixtures};
+use common::browser::{browser_node, chromium, ref_after, serve_fixtures};
 use common::gateway::{Config, FakeGateway};
-use common::node::{Node, connected, payload};
+use common::node::{connected, payload};
 use serde_json::{Value, json};
 
 /// One proxied route; the node's payload.
@@ -38,13 +38,6 @@ async fn get(gw: &FakeGateway, path: &str, query: Value) -> Value {
 async fn snapshot(gw: &FakeGateway) -> String {
     let s = get(gw, "/snapshot", json!({ "format": "ai" })).await;
     s["snapshot"].as_str().unwrap().to_owned()
-}
-
-async fn browser_node(extra: &[&str]) -> (FakeGateway, Node) {
-    let browser = chromium();
-    let mut args = vec!["--browser", browser.as_str(), "--approval", "allow"];
-    args.extend(extra);
-    connected(Config::default(), &args).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

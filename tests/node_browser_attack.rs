@@ -7,58 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::browser::chromium;
-use common::gateway::{Config, FakeGateway};
-use common::node::{Node, connected, payload};
+use common::browser::{Answer, browser_node, chromium, serve};
+use common::gateway::FakeGateway;
+use common::node::payload;
 use serde_json::{Value, json};
-
-/// What a handler answers: status line, content type, body.
-type Answer = (&'static str, String, Vec<u8>);
-
-/// A loopback HTTP/1.0 server on `ip`; its base URL and every request
-/// target it saw.
-fn serve(
-    ip: &str,
-    handler: impl Fn(&str) -> Answer + Send + Sync + 'static,
-) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind((ip, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&hits);
-    let handler = Arc::new(handler);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (seen, handler) = (Arc::clone(&seen), Arc::clone(&handler));
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(&stream);
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).unwrap_or(0) <= 2 {
-                        break;
-                    }
-                }
-                let target = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                seen.lock().unwrap().push(target.clone());
-                let (status, head, body) = handler(&target);
-                let mut out = &stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.0 {status}\r\n{head}Content-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = out.write_all(&body);
-            });
-        }
-    });
-    (format!("http://{ip}:{port}"), hits)
-}
 
 fn html(body: String) -> Answer {
     (
@@ -71,13 +26,6 @@ fn html(body: String) -> Answer {
 async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
     let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 12000, "errorEnvelope": "browser-v1" });
     payload(&gw.invoke("browser.proxy", params).await)
-}
-
-async fn browser_node(extra: &[&str]) -> (FakeGateway, Node) {
-    let browser = chromium();
-    let mut args = vec!["--browser", browser.as_str(), "--approval", "allow"];
-    args.extend(extra);
-    connected(Config::default(), &args).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

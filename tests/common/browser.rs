@@ -4,7 +4,10 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::gateway::{Config, FakeGateway};
+use super::node::{Node, connected};
 
 /// The browser the tests drive, installed by scripts/chromium.sh when
 /// missing (once per test binary): a missing one fails them, never skips.
@@ -26,15 +29,23 @@ pub fn chromium() -> String {
     .clone()
 }
 
-/// Serves tests/fixtures/browser on a loopback port (HTTP/1.0, one
-/// request per connection); its base URL.
-pub fn serve_fixtures() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+/// What a handler answers: status line, content type, body.
+pub type Answer = (&'static str, String, Vec<u8>);
+
+/// A loopback HTTP/1.0 server on `ip`; its base URL and every request
+/// target it saw.
+pub fn serve(
+    ip: &str,
+    handler: impl Fn(&str) -> Answer + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind((ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser");
+    let hits = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&hits);
+    let handler = Arc::new(handler);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let root = root.clone();
+            let (seen, handler) = (Arc::clone(&seen), Arc::clone(&handler));
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(&stream);
                 let mut line = String::new();
@@ -45,33 +56,54 @@ pub fn serve_fixtures() -> String {
                         break;
                     }
                 }
-                let path = line.split_whitespace().nth(1).unwrap_or("/");
-                let path = path
-                    .split('?')
-                    .next()
-                    .unwrap_or("/")
-                    .trim_start_matches('/');
-                let path = if path.is_empty() { "index.html" } else { path };
-                let (status, body) = match std::fs::read(root.join(path)) {
-                    Ok(b) if !path.contains("..") => ("200 OK", b),
-                    _ => ("404 Not Found", b"not found".to_vec()),
-                };
-                let kind = if path.ends_with(".html") {
-                    "text/html; charset=utf-8"
-                } else {
-                    "text/plain"
-                };
+                let target = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                seen.lock().unwrap().push(target.clone());
+                let (status, head, body) = handler(&target);
                 let mut out = &stream;
                 let _ = write!(
                     out,
-                    "HTTP/1.0 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n",
+                    "HTTP/1.0 {status}\r\n{head}Content-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
                 );
                 let _ = out.write_all(&body);
             });
         }
     });
-    format!("http://127.0.0.1:{port}")
+    (format!("http://{ip}:{port}"), hits)
+}
+
+/// Serves tests/fixtures/browser on a loopback port; its base URL.
+pub fn serve_fixtures() -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser");
+    serve("127.0.0.1", move |target| {
+        let path = target
+            .split('?')
+            .next()
+            .unwrap_or("/")
+            .trim_start_matches('/');
+        let path = if path.is_empty() { "index.html" } else { path };
+        match std::fs::read(root.join(path)) {
+            Ok(body) if !path.contains("..") => {
+                let kind = if path.ends_with(".html") {
+                    "text/html; charset=utf-8"
+                } else {
+                    "text/plain"
+                };
+                ("200 OK", format!("Content-Type: {kind}\r\n"), body)
+            }
+            _ => ("404 Not Found", String::new(), b"not found".to_vec()),
+        }
+    })
+    .0
+}
+
+/// A node connected to a fake gateway, driving Debian's Chromium, its
+/// risky calls allowed, with `extra` flags.
+pub async fn browser_node(extra: &[&str]) -> (FakeGateway, Node) {
+    let browser = chromium();
+    let mut args = vec!["--browser", browser.as_str(), "--approval", "allow"];
+    args.extend(extra);
+    connected(Config::default(), &args).await
 }
 
 /// The ref right after `needle` in a snapshot's text (raw, or inside an

@@ -286,7 +286,11 @@ impl Browser {
             // browser left (it died mid-download) goes.
             let downloads = self.downloads_dir();
             let _ = crate::shared::paths::create_private_dir(&downloads);
-            for entry in std::fs::read_dir(&downloads).into_iter().flatten().flatten() {
+            for entry in std::fs::read_dir(&downloads)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 if entry.file_type().is_ok_and(|t| t.is_file()) {
                     let _ = std::fs::remove_file(entry.path());
                 }
