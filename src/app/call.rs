@@ -16,6 +16,7 @@ use crate::router;
 use crate::router::messages::{self, Lang};
 use crate::router::request::{self, RequestError, StdinProblem};
 use crate::router::result::Status;
+#[cfg(unix)]
 use crate::shared::log::tell;
 use crate::shared::signals::{Interrupt, interrupts};
 use crate::{gateway, ui};
