@@ -136,8 +136,8 @@ fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
         "--json",
     ]);
     assert!(
-        format!("{stdout}{stderr}").contains("Unknown ref \\\"e999\\\"")
-            || format!("{stdout}{stderr}").contains("Unknown ref \"e999\""),
+        format!("{stdout}{stderr}").contains("Element \\\"e999\\\" not found or not visible")
+            || format!("{stdout}{stderr}").contains("Element \"e999\" not found or not visible"),
         "{stdout}\n{stderr}"
     );
 }

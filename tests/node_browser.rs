@@ -67,7 +67,11 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
         json!({ "url": format!("{site}/index.html") }),
     )
     .await;
-    assert_eq!(tab["tabId"], "t2", "the first blank tab is t1: {tab}");
+    // No blank tab of the browser's own beside it: the first is t1, as
+    // OpenClaw's first is.
+    assert_eq!(tab["tabId"], "t1", "{tab}");
+    let tabs = get(&gw, "/tabs", json!({})).await;
+    assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");
     assert_eq!(tab["title"], "Clawbot test page");
     let status = get(&gw, "/", json!({})).await;
     assert_eq!(status["running"], true);
@@ -75,7 +79,7 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
 
     let text = snapshot(&gw).await;
     assert!(
-        text.contains("- heading \"Order form\" [level=1] [ref="),
+        text.contains("- heading \"Order form\" [level=1] [ref=e1]"),
         "{text}"
     );
     let name = ref_after(&text, "textbox \"Your name\"");
@@ -101,7 +105,7 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
         &gw,
         "POST",
         "/act",
-        json!({ "kind": "click", "ref": change, "targetId": "t2" }),
+        json!({ "kind": "click", "ref": change, "targetId": "t1" }),
     )
     .await;
     assert_eq!(clicked["ok"], true);
@@ -165,7 +169,7 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
     assert_eq!(
         stale["error"]["body"]["error"],
         format!(
-            "Error: Unknown ref \"{change}\". Run a new snapshot and use a ref from that snapshot."
+            "Element \"{change}\" not found or not visible. Run a new snapshot to see current page elements."
         )
     );
 

@@ -137,7 +137,9 @@ pub fn arguments(start: &Start<'_>) -> Vec<String> {
     if start.no_sandbox {
         args.push("--no-sandbox".into());
     }
-    args.push("about:blank".into());
+    // No tab of its own: the first one is the first a route opens (`t1`,
+    // as OpenClaw's first tab is), not a blank page listed beside it.
+    args.push("--no-startup-window".into());
     args
 }
 

@@ -153,14 +153,7 @@ impl Ctx<'_> {
         self.state()
             .tab(tab)
             .and_then(|t| t.refs.nodes.get(reference).copied())
-            .ok_or_else(|| {
-                Failure::new(
-                    500,
-                    format!(
-                        "Error: Unknown ref \"{reference}\". Run a new snapshot and use a ref from that snapshot."
-                    ),
-                )
-            })
+            .ok_or_else(|| unknown_ref(reference))
     }
 
     /// The centre of an element in the viewport, scrolled into view.
@@ -435,6 +428,18 @@ fn exception_text(details: &Value) -> String {
 }
 
 /// OpenClaw's words for a tab reference that names nothing.
+/// OpenClaw's words for a ref the tab's snapshots never gave (what its
+/// `ai` snapshots' refs answer: Playwright finds no such element).
+pub fn unknown_ref(reference: &str) -> Failure {
+    Failure::new(
+        500,
+        format!(
+            "Element \"{reference}\" not found or not visible. Run a new snapshot to see current page elements."
+        ),
+    )
+    .code("ACT_OPERATION_FAILED")
+}
+
 pub fn tab_not_found(name: Option<&str>) -> Failure {
     match name {
         None => Failure::new(404, "tab not found"),

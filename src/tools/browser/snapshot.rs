@@ -151,7 +151,7 @@ fn str_of(v: &Value) -> &str {
 fn is_spliced(node: &Value) -> bool {
     node["ignored"] == true
         || SPLICED.contains(&role(node))
-        || (role(node) == "generic" && str_of(&node["name"]).is_empty())
+        || (matches!(role(node), "generic" | "form") && str_of(&node["name"]).is_empty())
 }
 
 fn element(node: &Value) -> Element<'_> {
@@ -428,7 +428,7 @@ mod tests {
             n("51", Some("14"), "StaticText", "Order form", &[], 51),
             n("15", Some("13"), "paragraph", "", &["52"], 15),
             n("52", Some("15"), "StaticText", "Nothing yet.", &[], 52),
-            n("2", Some("13"), "form", "", &["16", "3", "5", "35"], 2),
+            n("2", Some("13"), "form", "Order", &["16", "3", "5", "35"], 2),
             n("16", Some("2"), "LabelText", "", &["53"], 16),
             n("53", Some("16"), "StaticText", "Your name", &[], 53),
             textbox,
@@ -455,7 +455,7 @@ mod tests {
             s.text,
             "- heading \"Order form\" [level=1] [ref=e1]\n\
              - paragraph [ref=e2]: Nothing yet.\n\
-             - form [ref=e3]:\n\
+             - form \"Order\" [ref=e3]:\n\
              \x20 - text: Your name\n\
              \x20 - textbox \"Your name\" [ref=e4]: Ada\n\
              \x20 - checkbox \"Gift wrap\" [checked] [ref=e5]\n\
@@ -473,6 +473,22 @@ mod tests {
         // The same document, snapshot again: the same refs.
         let again = render(&page(), &mut r, &Options::default());
         assert_eq!(again.text, s.text);
+    }
+
+    #[test]
+    fn a_nameless_form_is_no_landmark() {
+        // ARIA maps <form> to `form` only when it has a name; OpenClaw's
+        // snapshot shows a nameless one as a plain group, and so do we
+        // (its children take its place).
+        let mut nodes = page();
+        nodes[6]["name"]["value"] = json!("");
+        let s = render(&nodes, &mut refs(), &Options::default());
+        assert!(!s.text.contains("- form"), "{}", s.text);
+        assert!(
+            s.text.contains("\n- textbox \"Your name\" [ref=e3]: Ada\n"),
+            "{}",
+            s.text
+        );
     }
 
     #[test]
@@ -527,7 +543,7 @@ mod tests {
             },
         );
         assert!(!s.text.contains("textbox"), "{}", s.text);
-        assert!(s.text.contains("- form [ref=e3]"));
+        assert!(s.text.contains("- form \"Order\" [ref=e3]"));
     }
 
     #[test]
@@ -569,7 +585,11 @@ mod tests {
                 ..Options::default()
             },
         );
-        assert!(s.text.starts_with("- form [ref=e1]:"), "{}", s.text);
+        assert!(
+            s.text.starts_with("- form \"Order\" [ref=e1]:"),
+            "{}",
+            s.text
+        );
         assert!(!s.text.contains("heading"));
         let junk = vec![
             json!(null),

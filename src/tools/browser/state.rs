@@ -49,6 +49,10 @@ impl Ring {
 pub struct Refs {
     /// The document they belong to (a new one forgets them).
     pub document: u32,
+    /// The page's number in the refs' prefix: the tab's first page after
+    /// its blank start is `e…` (as OpenClaw's first page is), each later
+    /// one `f<page>e…`.
+    pub page: u32,
     /// ref → backend DOM node id.
     pub nodes: HashMap<String, i64>,
     /// backend DOM node id → ref, so a ref stays the same across
@@ -65,10 +69,10 @@ impl Refs {
             return r.clone();
         }
         self.next += 1;
-        let r = if self.document <= 1 {
+        let r = if self.page <= 1 {
             format!("e{}", self.next)
         } else {
-            format!("f{}e{}", self.document, self.next)
+            format!("f{}e{}", self.page, self.next)
         };
         self.nodes.insert(r.clone(), node);
         self.by_node.insert(node, r.clone());
@@ -138,6 +142,7 @@ impl Tab {
             ready: false,
             refs: Refs {
                 document: 1,
+                page: 1,
                 ..Refs::default()
             },
             console: Ring::default(),
@@ -360,8 +365,13 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             if frame.get("parentId").is_none()
                 && let Some(tab) = session.and_then(|s| state.by_session(s))
             {
+                // A blank start whose refs nobody took does not count as
+                // a page of its own.
+                let blank =
+                    tab.refs.nodes.is_empty() && matches!(tab.url.as_str(), "" | "about:blank");
                 tab.refs = Refs {
                     document: tab.refs.document + 1,
+                    page: tab.refs.page + u32::from(!blank),
                     ..Refs::default()
                 };
                 tab.url = frame["url"].as_str().unwrap_or_default().to_owned();
@@ -643,7 +653,8 @@ mod tests {
         assert_eq!(r.of(41), "e2");
         assert_eq!(r.of(40), "e1");
         let mut next = Refs {
-            document: 2,
+            document: 3,
+            page: 2,
             ..Refs::default()
         };
         assert_eq!(next.of(40), "f2e1");
@@ -699,6 +710,36 @@ mod tests {
         let s = state.lock().unwrap();
         let last = s.downloads.back().unwrap();
         assert!(last.too_large && last.state == "canceled");
+    }
+
+    #[tokio::test]
+    async fn a_tabs_blank_start_is_not_a_page_of_its_own() {
+        let (ours, _browser) = tokio::io::duplex(1 << 20);
+        let (r, w) = tokio::io::split(ours);
+        let cdp = Cdp::start(r, w, Box::new(|_, _| {}));
+        let state = std::sync::Mutex::new(State::default());
+        state.lock().unwrap().add("T", "about:blank", "").session = Some("S".into());
+        let navigated = |url: &str| Event {
+            method: "Page.frameNavigated".into(),
+            params: json!({ "frame": { "id": "T", "url": url } }),
+            session: Some("S".into()),
+        };
+        let first_ref = |state: &std::sync::Mutex<State>| {
+            let mut s = state.lock().unwrap();
+            let tab = s.tab_mut("T").unwrap();
+            (tab.refs.document, tab.refs.of(7))
+        };
+        observe(&state, &cdp, &navigated("about:blank"));
+        observe(&state, &cdp, &navigated("http://a/"));
+        // Two new documents, but the first page a model sees is `e…`.
+        assert_eq!(first_ref(&state), (3, "e1".into()));
+        observe(&state, &cdp, &navigated("http://a/next"));
+        assert_eq!(first_ref(&state), (4, "f2e1".into()));
+        // A blank page whose refs were handed out counts.
+        observe(&state, &cdp, &navigated("about:blank"));
+        first_ref(&state);
+        observe(&state, &cdp, &navigated("http://a/"));
+        assert_eq!(first_ref(&state), (6, "f4e1".into()));
     }
 
     #[tokio::test]
