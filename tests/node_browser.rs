@@ -76,6 +76,13 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
     let status = get(&gw, "/", json!({})).await;
     assert_eq!(status["running"], true);
     let pid = status["pid"].as_u64().unwrap();
+    // What the browser writes beyond its profile (its crash reports
+    // database) stays in our state directory, not the user's ~/.config.
+    assert!(
+        node.state()
+            .join("browser/openclaw/config/chromium/Crash Reports")
+            .is_dir()
+    );
 
     let text = snapshot(&gw).await;
     assert!(

@@ -143,6 +143,18 @@ pub fn arguments(start: &Start<'_>) -> Vec<String> {
     args
 }
 
+/// Where the browser writes beyond its profile (Chromium's crash reports
+/// database, caches) stays beside the profile, in our state directory: by
+/// default it would be the user's `~/.config/chromium`, a second home for
+/// crash dumps of pages an agent opened.
+pub fn environment(start: &Start<'_>) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let home = start.user_data_dir.parent().unwrap_or(start.user_data_dir);
+    vec![
+        ("XDG_CONFIG_HOME".into(), home.join("config").into()),
+        ("XDG_CACHE_HOME".into(), home.join("cache").into()),
+    ]
+}
+
 /// Starts the browser (never reached where [`find`] finds none).
 #[cfg(not(unix))]
 pub fn start(_start: &Start<'_>) -> Result<Started, String> {
@@ -162,7 +174,7 @@ pub fn start(start: &Start<'_>) -> Result<Started, String> {
         program: start.executable.into(),
         args: arguments(start).into_iter().map(Into::into).collect(),
         cwd: Some(start.user_data_dir.to_path_buf()),
-        env: vec![],
+        env: environment(start),
         env_remove: super::super::SECRET_VARS,
         side_pipes: true,
     };
@@ -236,6 +248,22 @@ mod tests {
         assert!(args.contains(&"--user-data-dir=/s/browser/openclaw/user-data".to_owned()));
         assert!(args.contains(&"--headless=new".to_owned()));
         assert!(!args.contains(&"--no-sandbox".to_owned()));
+        let env = environment(&Start {
+            executable: Path::new("chromium"),
+            user_data_dir: Path::new("/s/browser/openclaw/user-data"),
+            headless: true,
+            no_sandbox: false,
+        });
+        assert_eq!(
+            env,
+            [
+                (
+                    "XDG_CONFIG_HOME".into(),
+                    "/s/browser/openclaw/config".into()
+                ),
+                ("XDG_CACHE_HOME".into(), "/s/browser/openclaw/cache".into())
+            ]
+        );
     }
 
     #[test]
