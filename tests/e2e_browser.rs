@@ -9,11 +9,17 @@
 mod common;
 
 use common::browser::{chromium, ref_after, serve_fixtures};
-use common::e2e::{RealNode, openclaw, turn_with_approvals};
+use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
 use serde_json::{Value, json};
 
 /// `openclaw gateway call browser.request` to the node; the route's body.
 fn request(node: &str, method: &str, path: &str, body: Value, query: Value) -> Value {
+    call(node, method, path, body, query)
+        .unwrap_or_else(|e| panic!("browser.request {method} {path}: {e}"))
+}
+
+/// The same; the route's body, or the gateway's `error` object.
+fn call(node: &str, method: &str, path: &str, body: Value, query: Value) -> Result<Value, Value> {
     let params = json!({ "method": method, "path": path, "body": body, "query": query, "target": "node", "node": node });
     let (stdout, stderr, code) = openclaw(&[
         "gateway",
@@ -25,13 +31,14 @@ fn request(node: &str, method: &str, path: &str, body: Value, query: Value) -> V
         "60000",
         "--json",
     ]);
-    assert_eq!(
-        code,
-        Some(0),
-        "browser.request {method} {path}:\n{stdout}\n{stderr}"
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|_| panic!("no JSON from browser.request:\n{stdout}\n{stderr}"))
+    let answer: Value = serde_json::from_str(&stdout).unwrap_or_else(|_| {
+        panic!("no JSON from browser.request {method} {path}:\n{stdout}\n{stderr}")
+    });
+    match code {
+        Some(0) => Ok(answer),
+        _ if answer["ok"] == false => Err(answer["error"].clone()),
+        _ => panic!("browser.request {method} {path}:\n{stdout}\n{stderr}"),
+    }
 }
 
 fn browser_node(name: &str) -> RealNode {
@@ -211,4 +218,137 @@ fn e2e_an_agent_uses_the_browser_on_the_node_for_a_small_task() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let log = node.log();
     assert!(log.matches("browser.proxy → ok").count() >= 8, "{log}");
+}
+
+/// What one node host answers on the test page, reduced to what must be
+/// the same whichever host answers: names, shapes, OpenClaw's words.
+fn session_on(node: &str, site: &str) -> Value {
+    // The first call may reach a node whose commands were approved a
+    // moment ago.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let url = format!("{site}/index.html");
+    let opened = loop {
+        match call(node, "POST", "/tabs/open", json!({ "url": url }), json!({})) {
+            Ok(tab) => break tab,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("{node}: {e}; again");
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            Err(e) => panic!("{node} never opened the page: {e}"),
+        }
+    };
+    let snapshot = |node| {
+        request(
+            node,
+            "GET",
+            "/snapshot",
+            json!(null),
+            json!({ "format": "ai" }),
+        )
+    };
+    let first = snapshot(node);
+    let text = first["snapshot"].as_str().unwrap().to_owned();
+    // Every named element a model can act on, with its role.
+    let mut named: Vec<String> = first["refs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| {
+            r["name"].is_string()
+                && [
+                    "button", "link", "textbox", "combobox", "checkbox", "heading",
+                ]
+                .contains(&r["role"].as_str().unwrap())
+        })
+        .map(|r| format!("{} {}", r["role"], r["name"]))
+        .collect();
+    named.sort();
+    let change = ref_after(&text, "button \"Change text\"");
+    let clicked = request(
+        node,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": change }),
+        json!({}),
+    );
+    let page = request(node, "GET", "/text", json!(null), json!({}));
+    let name = ref_after(&text, "textbox \"Your name\"");
+    let typed = request(
+        node,
+        "POST",
+        "/act",
+        json!({ "kind": "type", "ref": name, "text": "Ada", "submit": true }),
+        json!({}),
+    );
+    request(
+        node,
+        "POST",
+        "/act",
+        json!({ "kind": "wait", "text": "Thank you Ada" }),
+        json!({}),
+    );
+    let after = snapshot(node);
+    let stale = call(
+        node,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": "e999" }),
+        json!({}),
+    );
+    let nowhere = call(node, "GET", "/nosuch", json!(null), json!({}));
+    let tabs = request(node, "GET", "/tabs", json!(null), json!({}));
+    json!({
+        "opened": { "tabId": opened["tabId"], "suggestedTargetId": opened["suggestedTargetId"],
+                    "type": opened["type"], "url": opened["url"] },
+        "first ref": text.split("[ref=").nth(1).map(|r| &r[..1]),
+        "named": named,
+        "clicked": { "ok": clicked["ok"], "same tab": clicked["targetId"] == opened["targetId"],
+                     "url": clicked["url"] },
+        "text changed": page["text"].as_str().unwrap().contains("Text changed."),
+        "typed": { "ok": typed["ok"], "same tab": typed["targetId"] == opened["targetId"] },
+        "next page": after["url"].as_str().unwrap().split('?').next(),
+        "next page's refs": after["snapshot"].as_str().unwrap().split("[ref=").nth(1).map(|r| &r[..1]),
+        "unknown ref": stale.expect_err("e999 is no ref"),
+        "unknown route": nowhere.expect_err("no such route"),
+        "tabs": tabs["tabs"].as_array().unwrap().iter()
+            .map(|t| json!({ "tabId": t["tabId"], "type": t["type"] }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_our_answers_are_openclaw_node_runs_on_the_same_page() {
+    let site = serve_fixtures();
+    let cdp_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // node-commands.md §1.7: the config OpenClaw's node host runs Debian's
+    // Chromium with, as root, headless, local pages allowed.
+    let theirs = TheirNode::start(
+        "e2e-cmp-openclaw",
+        &json!({ "browser": {
+            "enabled": true, "headless": true, "noSandbox": true,
+            "executablePath": chromium(),
+            "ssrfPolicy": { "dangerouslyAllowPrivateNetwork": true },
+            "profiles": { "openclaw": { "cdpPort": cdp_port } },
+        } }),
+    );
+    let ours = browser_node("e2e-cmp-ours");
+    theirs.approve();
+    let expected = session_on("e2e-cmp-openclaw", &site);
+    let got = session_on("e2e-cmp-ours", &site);
+    assert_eq!(
+        got,
+        expected,
+        "ours:\n{got:#}\nopenclaw node run:\n{expected:#}\nour node's log:\n{}",
+        ours.log()
+    );
+    // The comparison means something only if the page was driven.
+    assert_eq!(got["text changed"], true);
+    assert_eq!(got["next page"], format!("{site}/submitted.html"));
+    assert_eq!(got["first ref"], "e");
+    assert_eq!(got["next page's refs"], "f");
 }

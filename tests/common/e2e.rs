@@ -2,6 +2,7 @@
 //! OpenClaw sandbox: its environment, the `openclaw` CLI in it, the fake
 //! model's logs, and a real node joined to its gateway.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -287,4 +288,88 @@ pub fn turn_with_approvals(
     }
     let _ = child.wait();
     panic!("the approver ended without an answer");
+}
+
+/// OpenClaw's own node host (`openclaw node run`) joined to the sandbox
+/// gateway with `config` as its OpenClaw config, in a directory of its
+/// own: what our answers are compared with. Stopped with its whole tree
+/// on drop, and whatever it left behind (OpenClaw leaves its browser
+/// running when stopped: node-commands.md §1.7) is found by its directory
+/// in the command line and stopped too.
+pub struct TheirNode {
+    pub child: Child,
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl TheirNode {
+    pub fn start(name: &str, config: &Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
+        let url = std::env::var("OPENCLAW_GATEWAY_URL").unwrap();
+        let port = url.rsplit(':').next().unwrap().to_owned();
+        let child = Command::new("openclaw")
+            .args(["node", "run", "--host", "127.0.0.1", "--port", &port])
+            .args(["--no-tls", "--display-name", name])
+            .envs(sandbox())
+            .env("OPENCLAW_STATE_DIR", dir.path().join("state"))
+            .env("OPENCLAW_CONFIG_PATH", dir.path().join("openclaw.json"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.path().join("node.log")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("node.err")).unwrap())
+            .process_group(0)
+            .spawn()
+            .expect("openclaw on PATH");
+        TheirNode {
+            child,
+            name: name.to_owned(),
+            dir,
+        }
+    }
+
+    /// Approves its pairing request as an operator does.
+    pub fn approve(&self) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let pending = openclaw_json(&["nodes", "pending", "--json"]);
+            if let Some(request) = pending
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["displayName"] == self.name.as_str())
+            {
+                let id = request["requestId"].as_str().unwrap();
+                let (_, stderr, code) = openclaw(&["nodes", "approve", id]);
+                assert_eq!(code, Some(0), "{stderr}");
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "openclaw node run never asked to pair"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for TheirNode {
+    fn drop(&mut self) {
+        let group = self.child.id() as i32;
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        let mark = self.dir.path().to_string_lossy().into_owned();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let line = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&line).contains(&mark) {
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
