@@ -20,9 +20,16 @@
    the server's tool answering, RSS of each node process and of its whole
    tree (the server included), and the `mcp.tools.call.v1 read_text_file`
    round trip, rounds interleaved.
+14. the browser on the node (issue 25): `clawbot_router node --browser`
+   vs `openclaw node run` with its browser (node-commands.md §1.7), one
+   gateway, one local test page (tests/fixtures/browser), both nodes paired
+   first: node start → first ai snapshot through `browser.request` (the
+   browser's own start included), the snapshot+click round trip, and the
+   RSS of the node host without its browser (and of the browser, for
+   scale); runs interleaved. Needs Debian's chromium (scripts/chromium.sh).
 Prints figures; asserts nothing.
 
-Usage: python3 scripts/bench_openclaw.py [--only 4|5|7|8] [--runs N]
+Usage: python3 scripts/bench_openclaw.py [--only 4|5|7|8|14] [--runs N]
 """
 import argparse
 import json
@@ -297,9 +304,143 @@ def bench_mcp_proxy(rounds, per_round=200):
                 os.killpg(proc.pid, 9)
 
 
+BROWSER_BENCH = os.path.join(ROOT, "scripts", "bench", "browser.mjs")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "browser")
+
+
+def split_rss_kib(pid):
+    """(node host, browser) RSS of pid's tree, KiB: the browser is every
+    process whose executable is Chromium's, and everything under it."""
+    children, comm = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+                comm[int(entry)] = os.readlink(f"/proc/{entry}/exe")
+            except (OSError, ValueError):
+                pass
+    host = browser = 0
+    todo = [(pid, False)]
+    while todo:
+        p, under_browser = todo.pop()
+        is_browser = under_browser or "chrom" in os.path.basename(comm.get(p, ""))
+        todo.extend((c, is_browser) for c in children.get(p, []))
+        rss = proc_rss_kib(p)
+        if is_browser:
+            browser += rss
+        else:
+            host += rss
+    return host, browser
+
+
+def stop_tree(proc, mark):
+    """Stops a node host's group and whatever it left running (OpenClaw
+    leaves its browser behind: node-commands.md §1.7), found by `mark`
+    in the command line."""
+    try:
+        os.killpg(proc.pid, 9)
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if mark in open(f"/proc/{entry}/cmdline").read():
+                    os.kill(int(entry), 9)
+            except OSError:
+                pass
+
+
+def bench_browser(runs, per_run=30):
+    import http.server
+    import socket
+    import threading
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=FIXTURES)
+    http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    page = f"http://127.0.0.1:{site.server_address[1]}/index.html"
+    chromium = subprocess.run(["bash", os.path.join(ROOT, "scripts", "chromium.sh")], capture_output=True,
+                              text=True).stdout.strip().splitlines()[-1]
+    tmp = tempfile.mkdtemp(prefix="bench-browser-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        cdp_port = s.getsockname()[1]
+    with open(os.path.join(tmp, "oc.json"), "w") as f:
+        json.dump({"browser": {"enabled": True, "headless": True, "noSandbox": True, "executablePath": chromium,
+                               "ssrfPolicy": {"dangerouslyAllowPrivateNetwork": True},
+                               "profiles": {"openclaw": {"cdpPort": cdp_port}}}}, f)
+    port = os.environ["OPENCLAW_GATEWAY_URL"].rsplit(":", 1)[1]
+    hosts = {
+        "clawbot_router node": ("bench-browser-ours", [
+            ROUTER, "node", "--display-name", "bench-browser-ours", "--state-dir", f"{tmp}/ours", "--workspace", tmp,
+            "--browser", chromium, "--browser-private-network", "--approval", "allow"]),
+        "openclaw node run  ": ("bench-browser-openclaw", [
+            "env", f"OPENCLAW_STATE_DIR={tmp}/oc-node", f"OPENCLAW_CONFIG_PATH={tmp}/oc.json", "openclaw", "node", "run",
+            "--host", "127.0.0.1", "--port", port, "--no-tls", "--display-name", "bench-browser-openclaw"]),
+    }
+
+    def start(argv):
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    # Paired once, so each timed start is a known node reconnecting.
+    for label, (name, argv) in hosts.items():
+        proc = start(argv)
+        found = []
+        wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
+        openclaw("nodes", "approve", found[-1][0])
+        time.sleep(3)
+        stop_tree(proc, tmp)
+    firsts = {label: [] for label in hosts}
+    loops = {label: [] for label in hosts}
+    rss = {label: [] for label in hosts}
+    try:
+        for _ in range(runs):
+            for label, (name, argv) in hosts.items():
+                client = subprocess.Popen(["node", BROWSER_BENCH, "first", name, page], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1)  # connected and waiting for "go"
+                proc = start(argv)
+                out, err = client.communicate("go\n", timeout=180)
+                if client.returncode != 0:
+                    stop_tree(proc, tmp)
+                    sys.exit(f"{label}: {err.strip()}")
+                firsts[label].append(json.loads(out))
+                out = subprocess.run(["node", BROWSER_BENCH, "loop", name, str(per_run)], capture_output=True,
+                                     text=True)
+                if out.returncode != 0:
+                    stop_tree(proc, tmp)
+                    sys.exit(f"{label}: {out.stderr.strip()}")
+                loops[label].append(json.loads(out.stdout))
+                time.sleep(2)
+                rss[label].append(split_rss_kib(proc.pid))
+                stop_tree(proc, tmp)
+                time.sleep(1)
+    finally:
+        site.shutdown()
+    for label in hosts:
+        f, l, r = firsts[label], loops[label], rss[label]
+        print(f"{label}: start → first snapshot " + ", ".join(f"{x['totalMs']/1e3:.2f}" for x in f) + " s "
+              f"(open {', '.join(str(round(x['openMs'])) for x in f)} ms, the snapshot after it "
+              f"{', '.join(str(round(x['snapshotMs'])) for x in f)} ms)")
+        print(f"{label}: snapshot+click p50 " + ", ".join(f"{x['pair']['p50']:.0f}" for x in l) + " ms (snapshot "
+              + ", ".join(f"{x['snapshot']['p50']:.0f}" for x in l) + ", click "
+              + ", ".join(f"{x['click']['p50']:.0f}" for x in l) + f" ms; {per_run} pairs a run)")
+        print(f"{label}: RSS node host " + ", ".join(f"{h/1024:.1f}" for h, _ in r) + " MiB; its browser "
+              + ", ".join(f"{b/1024:.0f}" for _, b in r) + " MiB")
+    (o, t) = hosts
+    ratio = lambda xs, ys: statistics.median(ys) / statistics.median(xs)
+    print(f"openclaw node run / ours, medians: start → first snapshot "
+          f"{ratio([x['totalMs'] for x in firsts[o]], [x['totalMs'] for x in firsts[t]]):.1f}x; "
+          f"snapshot+click {ratio([x['pair']['p50'] for x in loops[o]], [x['pair']['p50'] for x in loops[t]]):.1f}x; "
+          f"node host RSS {ratio([h for h, _ in rss[o]], [h for h, _ in rss[t]]):.0f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", type=int, choices=(4, 5, 7, 8), help="run one item only")
+    ap.add_argument("--only", type=int, choices=(4, 5, 7, 8, 14), help="run one item only")
     ap.add_argument("--runs", type=int, default=10, help="router calls per path in item 5")
     args = ap.parse_args()
     if "OPENCLAW_GATEWAY_URL" not in os.environ:
@@ -321,6 +462,8 @@ def main():
         bench_published(3)
     if args.only in (None, 8):
         bench_mcp_proxy(3)
+    if args.only in (None, 14):
+        bench_browser(3)
 
 
 if __name__ == "__main__":
