@@ -197,6 +197,13 @@ pub struct BrowserArgs {
     /// `fn`): off unless given, as `browser.evaluateEnabled=false`.
     #[arg(long)]
     pub browser_evaluate: bool,
+
+    /// Attach to a browser started elsewhere instead of launching one, as
+    /// OpenClaw's `attachOnly` profile with a `cdpUrl`: its DevTools
+    /// endpoint, http://HOST:PORT or ws(s)://… (or CLAWBOT_BROWSER_CDP_URL;
+    /// a token in it is kept secret). Agents see only the tabs they open.
+    #[arg(long, value_name = "URL")]
+    pub browser_cdp_url: Option<String>,
 }
 
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.

@@ -9,36 +9,12 @@
 mod common;
 
 use base64::Engine;
-use common::browser::{browser_node, chromium, ref_after, serve_fixtures};
-use common::gateway::{Config, FakeGateway};
+use common::browser::{
+    browser_node, chromium, get, ok, ref_after, route, serve_fixtures, snapshot,
+};
+use common::gateway::Config;
 use common::node::{connected, payload};
-use serde_json::{Value, json};
-
-/// One proxied route; the node's payload.
-async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
-    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
-    let answer = gw.invoke("browser.proxy", params).await;
-    payload(&answer)
-}
-
-/// A route that must succeed; its result.
-async fn ok(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
-    let p = route(gw, method, path, body).await;
-    assert!(p.get("error").is_none(), "{method} {path}: {p}");
-    p["result"].clone()
-}
-
-async fn get(gw: &FakeGateway, path: &str, query: Value) -> Value {
-    let params = json!({ "method": "GET", "path": path, "query": query, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
-    let p = payload(&gw.invoke("browser.proxy", params).await);
-    assert!(p.get("error").is_none(), "GET {path}: {p}");
-    p["result"].clone()
-}
-
-async fn snapshot(gw: &FakeGateway) -> String {
-    let s = get(gw, "/snapshot", json!({ "format": "ai" })).await;
-    s["snapshot"].as_str().unwrap().to_owned()
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_whole_small_task_open_read_fill_submit_screenshot() {

@@ -448,6 +448,25 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--browser"), "{unit}");
+    // An attached browser's address may carry a token: it is kept with
+    // the secrets (the private env file), never on the command line.
+    let attached = FakeSystemd::new();
+    let url = "ws://user:s3cret@127.0.0.1:9222/devtools/browser/x?token=s3cret";
+    let out = attached.install(&gw.url(), &["--browser-cdp-url", url]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(attached.unit()).unwrap();
+    assert!(
+        !unit.contains("s3cret") && unit.contains("--env-file"),
+        "{unit}"
+    );
+    let env = std::fs::read_to_string(attached.env_file()).unwrap();
+    assert!(
+        env.contains(&format!("CLAWBOT_BROWSER_CDP_URL={url}")),
+        "{env}"
+    );
+    let bad = FakeSystemd::new();
+    let out = bad.install(&gw.url(), &["--browser-cdp-url", "ftp://h/x"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     // A browser that is not there is refused at install, not found
     // missing by the service later.
     let missing = FakeSystemd::new();

@@ -142,6 +142,10 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
             .map(|(_, v)| v.clone())
     };
     let pair = setup_code(&args, from_file(node::service::SETUP_CODE_KEY).as_deref())?;
+    let mut browser = args.browser.clone();
+    if browser.browser_cdp_url.is_none() {
+        browser.browser_cdp_url = from_file(node::service::CDP_URL_KEY);
+    }
     let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
     let gateway = node_endpoint(&args, gateway_flag, pair.as_ref(), from_env, || {
         node::saved_gateway(&state_dir)
@@ -159,7 +163,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         log_format: args.log.log_format,
         log_level: args.log.least(),
         no_agent_tools: args.no_agent_tools,
-        browser: args.browser,
+        browser,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,

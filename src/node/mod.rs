@@ -244,6 +244,33 @@ fn browser_options(
     args: &crate::cli::BrowserArgs,
     state_dir: &std::path::Path,
 ) -> Result<Option<tools::browser::Options>, String> {
+    if args.browser.trim() == "off" {
+        return Ok(None);
+    }
+    let attach = args
+        .browser_cdp_url
+        .clone()
+        .or_else(|| crate::shared::secrets::var("CLAWBOT_BROWSER_CDP_URL"))
+        .filter(|u| !u.trim().is_empty());
+    if let Some(url) = &attach {
+        tools::browser::check_cdp_url(url)?;
+        say(&format!(
+            "browser: attaching to the browser at {} (not launching one)",
+            tools::browser::shown_cdp_url(url)
+        ));
+        return Ok(Some(tools::browser::Options {
+            executable: std::path::PathBuf::new(),
+            dir: state_dir.join("browser"),
+            headless: false,
+            no_sandbox: false,
+            reach: tools::browser::Reach::new(
+                args.browser_private_network,
+                &args.browser_allow_host,
+            ),
+            evaluate: args.browser_evaluate,
+            attach,
+        }));
+    }
     let named = match args.browser.trim() {
         "off" => return Ok(None),
         "" | "auto" => None,
@@ -272,5 +299,6 @@ fn browser_options(
         no_sandbox: tools::browser::running_as_root(),
         reach: tools::browser::Reach::new(args.browser_private_network, &args.browser_allow_host),
         evaluate: args.browser_evaluate,
+        attach: None,
     }))
 }

@@ -45,6 +45,7 @@ pub const VARS: &[&str] = &[
     "CLAWBOT_ROUTER_MCP_TOKEN",
     "CLAWBOT_BRIDGE_TOKEN",
     "CLAWBOT_ROUTER_POLL_KEY",
+    "CLAWBOT_BROWSER_CDP_URL",
 ];
 
 /// The variables that are OpenClaw's own: the openclaw CLI gets them back.
@@ -58,6 +59,7 @@ pub const FLAGS: &[&str] = &[
     "--pair-if-needed",
     "--http-token",
     "--key",
+    "--browser-cdp-url",
 ];
 
 /// What an overwritten secret reads as.

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::gateway::{Config, FakeGateway};
-use super::node::{Node, connected};
+use super::node::{Node, connected, payload};
+use serde_json::{Value, json};
 
 /// The browser the tests drive, installed by scripts/chromium.sh when
 /// missing (once per test binary): a missing one fails them, never skips.
@@ -115,4 +116,30 @@ pub fn ref_after(snapshot: &str, needle: &str) -> String {
     let rest = &snapshot[at..];
     let start = rest.find("[ref=").expect("a ref") + 5;
     rest[start..].split(']').next().unwrap().to_owned()
+}
+
+/// One proxied route; the node's payload.
+pub async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
+    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
+    let answer = gw.invoke("browser.proxy", params).await;
+    payload(&answer)
+}
+
+/// A route that must succeed; its result.
+pub async fn ok(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
+    let p = route(gw, method, path, body).await;
+    assert!(p.get("error").is_none(), "{method} {path}: {p}");
+    p["result"].clone()
+}
+
+pub async fn get(gw: &FakeGateway, path: &str, query: Value) -> Value {
+    let params = json!({ "method": "GET", "path": path, "query": query, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
+    let p = payload(&gw.invoke("browser.proxy", params).await);
+    assert!(p.get("error").is_none(), "GET {path}: {p}");
+    p["result"].clone()
+}
+
+pub async fn snapshot(gw: &FakeGateway) -> String {
+    let s = get(gw, "/snapshot", json!({ "format": "ai" })).await;
+    s["snapshot"].as_str().unwrap().to_owned()
 }

@@ -33,6 +33,8 @@ use crate::runner;
 pub const ENV_FILE: &str = "node.env";
 /// The keys an env file may hold.
 pub const TOKEN_KEY: &str = "OPENCLAW_GATEWAY_TOKEN";
+/// The attached browser's address (it may carry a token).
+pub const CDP_URL_KEY: &str = "CLAWBOT_BROWSER_CDP_URL";
 pub const SETUP_CODE_KEY: &str = "CLAWBOT_ROUTER_SETUP_CODE";
 /// Inherited variables a service carries over (none of them secret).
 const CARRIED: [&str; 6] = [
@@ -361,6 +363,16 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
         args.extend([word("--mcp-config"), file.to_string_lossy().into_owned()]);
     }
     let mut secrets = Vec::new();
+    // Kept with the secrets, not on the command line: it may carry a token.
+    if let Some(url) = b
+        .browser_cdp_url
+        .clone()
+        .or_else(|| crate::shared::secrets::var(CDP_URL_KEY))
+        .filter(|u| !u.trim().is_empty())
+    {
+        crate::tools::browser::check_cdp_url(&url)?;
+        secrets.push((CDP_URL_KEY.to_owned(), url));
+    }
     if let Some(token) = &o.token {
         secrets.push((TOKEN_KEY.to_owned(), token.clone()));
     }
@@ -372,7 +384,9 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
         args.push(word("--pair-if-needed"));
     }
     if secrets.iter().any(|(_, v)| v.contains(['\n', '\r'])) {
-        return Err("a token or setup code with a line break cannot be stored".into());
+        return Err(
+            "a token, setup code or browser address with a line break cannot be stored".into(),
+        );
     }
     if !secrets.is_empty() {
         args.extend([
@@ -1073,9 +1087,9 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, String> {
             ));
         };
         let key = key.trim();
-        if key != TOKEN_KEY && key != SETUP_CODE_KEY {
+        if ![TOKEN_KEY, SETUP_CODE_KEY, CDP_URL_KEY].contains(&key) {
             return Err(format!(
-                "--env-file {} line {}: unknown key {key:?} (known: {TOKEN_KEY}, {SETUP_CODE_KEY})",
+                "--env-file {} line {}: unknown key {key:?} (known: {TOKEN_KEY}, {SETUP_CODE_KEY}, {CDP_URL_KEY})",
                 path.display(),
                 n + 1
             ));

@@ -1,8 +1,9 @@
 //! Our own thin Chrome DevTools Protocol client: JSON messages, each ended
 //! by a NUL byte, over the pipe pair Chromium's `--remote-debugging-pipe`
 //! reads and writes (any byte stream will do, so tests speak it over an
-//! in-memory pipe). Commands carry an id and are answered once; events are
-//! handed to the owner's hook as they arrive, in order.
+//! in-memory pipe), or one a WebSocket frame each, to a browser the node
+//! owner told us to attach to. Commands carry an id and are answered
+//! once; events are handed to the owner's hook as they arrive, in order.
 //!
 //! Why not a crate: `chromiumoxide` generates ~30 MB of protocol bindings
 //! (minutes of build on two cores) and speaks only WebSocket, so the
@@ -19,10 +20,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
+
+/// A DevTools WebSocket (an attached browser's).
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The largest message read whole (a full-page screenshot is a few MiB of
 /// base64; our file limits stop far below this).
@@ -82,6 +89,21 @@ impl Cdp {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        Self::run(
+            Source::Pipe(Box::new(reader), Framer::default()),
+            Sink::Pipe(Box::new(writer)),
+            hook,
+        )
+    }
+
+    /// Starts them over a DevTools WebSocket (its own limit on a message
+    /// set where it was opened: one past it closes the connection).
+    pub fn start_socket(socket: Socket, hook: Hook) -> Arc<Self> {
+        let (sink, source) = socket.split();
+        Self::run(Source::Socket(source), Sink::Socket(sink), hook)
+    }
+
+    fn run(reader: Source, writer: Sink, hook: Hook) -> Arc<Self> {
         let (out, queue) = mpsc::channel(QUEUE);
         let cdp = Arc::new(Self {
             out,
@@ -108,6 +130,11 @@ impl Cdp {
             }
         });
         cdp
+    }
+
+    /// Lets go of the browser: every call fails from now on.
+    pub fn close(&self) {
+        self.closed.cancel();
     }
 
     /// Whether the connection is gone.
@@ -191,8 +218,53 @@ fn encode(id: u64, session: Option<&str>, method: &str, params: Value) -> Vec<u8
     bytes
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
+/// Where the browser's messages come from.
+enum Source {
+    Pipe(Box<dyn AsyncRead + Unpin + Send>, Framer),
+    Socket(futures_util::stream::SplitStream<Socket>),
+}
+
+impl Source {
+    /// The next messages; none when the browser is gone.
+    async fn next(&mut self, chunk: &mut [u8]) -> Option<Vec<Frame>> {
+        match self {
+            Source::Pipe(reader, framer) => match reader.read(chunk).await {
+                Ok(0) | Err(_) => None,
+                Ok(n) => Some(framer.feed(&chunk[..n])),
+            },
+            Source::Socket(socket) => match socket.next().await? {
+                Ok(Message::Text(text)) => Some(vec![Frame::Message(text.as_bytes().to_vec())]),
+                Ok(Message::Binary(bytes)) => Some(vec![Frame::Message(bytes.to_vec())]),
+                Ok(Message::Close(_)) | Err(_) => None,
+                Ok(_) => Some(Vec::new()),
+            },
+        }
+    }
+}
+
+/// Where our messages go (each as [`encode`] made it, NUL-ended).
+enum Sink {
+    Pipe(Box<dyn AsyncWrite + Unpin + Send>),
+    Socket(futures_util::stream::SplitSink<Socket, Message>),
+}
+
+impl Sink {
+    async fn send(&mut self, mut message: Vec<u8>) -> bool {
+        match self {
+            Sink::Pipe(writer) => {
+                writer.write_all(&message).await.is_ok() && writer.flush().await.is_ok()
+            }
+            Sink::Socket(socket) => {
+                message.pop();
+                let text = String::from_utf8(message).unwrap_or_default();
+                socket.send(Message::text(text)).await.is_ok()
+            }
+        }
+    }
+}
+
+async fn write_loop(
+    mut writer: Sink,
     mut queue: mpsc::Receiver<Vec<u8>>,
     closed: CancellationToken,
 ) {
@@ -202,32 +274,31 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             _ = closed.cancelled() => None,
         };
         let Some(message) = message else { break };
-        if writer.write_all(&message).await.is_err() || writer.flush().await.is_err() {
+        if !writer.send(message).await {
             closed.cancel();
             break;
         }
     }
+    if let Sink::Socket(mut socket) = writer {
+        let _ = socket.close().await;
+    }
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(
-    mut reader: R,
+async fn read_loop(
+    mut reader: Source,
     cdp: &std::sync::Weak<Cdp>,
     pending: &Pending,
     hook: &Hook,
     closed: &CancellationToken,
 ) {
-    let mut framer = Framer::default();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let n = tokio::select! {
-            n = reader.read(&mut chunk) => n,
+        let frames = tokio::select! {
+            frames = reader.next(&mut chunk) => frames,
             _ = closed.cancelled() => return,
         };
-        let n = match n {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        for frame in framer.feed(&chunk[..n]) {
+        let Some(frames) = frames else { return };
+        for frame in frames {
             let Some(cdp) = cdp.upgrade() else { return };
             match frame {
                 Frame::Message(bytes) => deliver(&cdp, pending, hook, &bytes),

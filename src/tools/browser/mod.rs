@@ -4,14 +4,18 @@
 //! owns — a profile of its own under the state directory, DevTools on a
 //! pipe only ours, its process tree stopped with us (even when we are
 //! SIGKILLed: the runner's parent-death signal and sentinel), restarted on
-//! the next call after a crash, with the reason in `GET /`.
+//! the next call after a crash, with the reason in `GET /` — or one the
+//! node owner started and named (`--browser-cdp-url`), attached to, never
+//! stopped, in which we list and drive only the tabs we open.
 //!
 //! This file holds the browser's life; `routes` the route table and its
 //! shapes, `act` the page actions, `snapshot` the page as text, `state`
 //! what the browser reports, `guard` where it may go, `files` what travels
-//! in and out as files, `cdp` the protocol, `launch` the process.
+//! in and out as files, `cdp` the protocol, `launch` the process, `attach`
+//! the way to a browser started elsewhere.
 
 mod act;
+mod attach;
 mod cdp;
 mod files;
 mod guard;
@@ -28,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub use attach::{check as check_cdp_url, shown as shown_cdp_url};
 pub use guard::Reach;
 pub use launch::{find as find_browser, running_as_root};
 pub use routes::{Request, classify};
@@ -55,6 +60,9 @@ pub struct Options {
     pub reach: Reach,
     /// `act` kind `evaluate` (and `wait` with `fn`) allowed.
     pub evaluate: bool,
+    /// A browser started elsewhere, attached to instead of launching
+    /// one: its DevTools address (see `attach`).
+    pub attach: Option<String>,
 }
 
 /// The browser this node owns.
@@ -85,13 +93,34 @@ struct Live {
     state: Arc<Mutex<State>>,
 }
 
-/// One launched browser.
+/// The browser we drive now.
 pub struct Running {
     cdp: Arc<Cdp>,
     state: Arc<Mutex<State>>,
+    /// The process, when we launched it (none when attached).
+    launched: Option<Launched>,
+    version: String,
+}
+
+struct Launched {
     resident: Resident,
     chatter: launch::Chatter,
-    version: String,
+}
+
+impl Launched {
+    /// Stops the process; why it stopped, in words.
+    async fn stop(self, grace: Duration) -> String {
+        let status = self.resident.stop(grace).await;
+        let words = self.chatter.lines();
+        format!(
+            "the browser stopped ({}){}",
+            status.map_or_else(|| "no status".to_owned(), |s| s.to_string()),
+            words
+                .last()
+                .map(|w| format!("; it said: {w}"))
+                .unwrap_or_default()
+        )
+    }
 }
 
 impl Browser {
@@ -156,19 +185,24 @@ impl Browser {
     async fn running(&self) -> Result<tokio::sync::MappedMutexGuard<'_, Running>, String> {
         let mut slot = self.running.lock().await;
         if let Some(running) = slot.as_mut()
-            && (running.cdp.is_closed() || running.resident.has_exited())
+            && (running.cdp.is_closed()
+                || running
+                    .launched
+                    .as_mut()
+                    .is_some_and(|l| l.resident.has_exited()))
         {
             let gone = slot.take().expect("checked above");
-            let status = gone.resident.stop(Duration::from_secs(2)).await;
-            let words = gone.chatter.lines();
-            let why = format!(
-                "the browser stopped ({}){}",
-                status.map_or_else(|| "no status".to_owned(), |s| s.to_string()),
-                words
-                    .last()
-                    .map(|w| format!("; it said: {w}"))
-                    .unwrap_or_default()
-            );
+            let why = match gone.launched {
+                Some(launched) => launched.stop(Duration::from_secs(2)).await,
+                None => format!(
+                    "the connection to the browser at {} closed",
+                    self.options
+                        .attach
+                        .as_deref()
+                        .map(attach::shown)
+                        .unwrap_or_default()
+                ),
+            };
             crate::shared::log::warn(&format!("{why}; starting it again"));
             *self.seen() = Seen {
                 live: None,
@@ -178,7 +212,7 @@ impl Browser {
         if slot.is_none() {
             let running = self.start().await?;
             self.seen().live = Some(Live {
-                pid: running.resident.pid(),
+                pid: running.launched.as_ref().and_then(|l| l.resident.pid()),
                 version: running.version.clone(),
                 cdp: Arc::clone(&running.cdp),
                 state: Arc::clone(&running.state),
@@ -202,25 +236,45 @@ impl Browser {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stops the browser (its whole tree); whether one was running.
+    /// Stops the browser (its whole tree); whether one was running. An
+    /// attached browser is not ours to stop: the tabs we opened in it
+    /// are closed and we let go of it.
     async fn stop(&self) -> bool {
         let gone = self.running.lock().await.take();
         self.seen().live = None;
-        match gone {
-            Some(running) => {
+        let Some(running) = gone else { return false };
+        let t = Duration::from_secs(2);
+        match running.launched {
+            Some(launched) => {
                 // Asked nicely first, so the profile is written whole.
-                let _ = running
-                    .cdp
-                    .call(None, "Browser.close", json!({}), Duration::from_secs(2))
-                    .await;
-                running.resident.stop(Duration::from_secs(3)).await;
-                true
+                let _ = running.cdp.call(None, "Browser.close", json!({}), t).await;
+                launched.stop(Duration::from_secs(3)).await;
             }
-            None => false,
+            None => {
+                let ours: Vec<String> = running
+                    .state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .tabs
+                    .iter()
+                    .map(|t| t.target_id.clone())
+                    .collect();
+                for target in ours {
+                    let _ = running
+                        .cdp
+                        .call(None, "Target.closeTarget", json!({ "targetId": target }), t)
+                        .await;
+                }
+                running.cdp.close();
+            }
         }
+        true
     }
 
     async fn start(&self) -> Result<Running, String> {
+        if let Some(url) = &self.options.attach {
+            return self.attach(url).await;
+        }
         let started = launch::start(&launch::Start {
             executable: &self.options.executable,
             user_data_dir: &self.user_data_dir(),
@@ -230,38 +284,24 @@ impl Browser {
         let mut state = State::default();
         state.downloads_dir = Some(self.downloads_dir());
         let state = Arc::new(Mutex::new(state));
-        let hook_state = Arc::clone(&state);
-        let reach = self.options.reach.clone();
-        let cdp = Cdp::start(
-            started.from_browser,
-            started.to_browser,
-            Box::new(move |cdp, event| {
-                if event.method == "Fetch.requestPaused" {
-                    guard::on_paused(&reach, cdp, event);
-                    return;
-                }
-                state::observe(&hook_state, cdp, event);
-                if event.method == "Target.attachedToTarget" {
-                    let (cdp, reach) = (Arc::clone(cdp), reach.clone());
-                    let (event, state) = (Arc::clone(event), Arc::clone(&hook_state));
-                    tokio::spawn(async move {
-                        prepare_target(&cdp, &reach, &event.params, &state).await
-                    });
-                }
-            }),
-        );
+        let cdp = Cdp::start(started.from_browser, started.to_browser, self.hook(&state));
         let running = Running {
             cdp,
             state,
-            resident: started.resident,
-            chatter: started.chatter,
+            launched: Some(Launched {
+                resident: started.resident,
+                chatter: started.chatter,
+            }),
             version: String::new(),
         };
         match self.connect(running).await {
             Ok(running) => Ok(running),
             Err((running, e)) => {
-                let words = running.chatter.lines();
-                running.resident.stop(Duration::from_secs(2)).await;
+                let Some(launched) = running.launched else {
+                    unreachable!("launched above")
+                };
+                let words = launched.chatter.lines();
+                launched.resident.stop(Duration::from_secs(2)).await;
                 Err(format!(
                     "the browser {} did not start: {e}{}",
                     self.options.executable.display(),
@@ -274,14 +314,80 @@ impl Browser {
         }
     }
 
+    /// Attaches to the browser the owner named.
+    async fn attach(&self, url: &str) -> Result<Running, String> {
+        let socket = tokio::time::timeout(attach::CONNECT_TIMEOUT, attach::connect(url))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the browser at {} did not answer in {} s",
+                    attach::shown(url),
+                    attach::CONNECT_TIMEOUT.as_secs()
+                ))
+            })?;
+        let mut state = State::default();
+        state.only_ours = true;
+        let state = Arc::new(Mutex::new(state));
+        let running = Running {
+            cdp: Cdp::start_socket(socket, self.hook(&state)),
+            state,
+            launched: None,
+            version: String::new(),
+        };
+        self.connect(running).await.map_err(|(running, e)| {
+            running.cdp.close();
+            format!("the browser at {} refused us: {e}", attach::shown(url))
+        })
+    }
+
+    /// What the reader does with each event: the guard's verdicts, the
+    /// state, each new target prepared.
+    fn hook(&self, state: &Arc<Mutex<State>>) -> cdp::Hook {
+        let hook_state = Arc::clone(state);
+        let reach = self.options.reach.clone();
+        Box::new(move |cdp, event| {
+            if event.method == "Fetch.requestPaused" {
+                guard::on_paused(&reach, cdp, event);
+                return;
+            }
+            state::observe(&hook_state, cdp, event);
+            if event.method == "Target.attachedToTarget" {
+                let (cdp, reach) = (Arc::clone(cdp), reach.clone());
+                let (event, state) = (Arc::clone(event), Arc::clone(&hook_state));
+                tokio::spawn(
+                    async move { prepare_target(&cdp, &reach, &event.params, &state).await },
+                );
+            }
+        })
+    }
+
     /// The first exchange: version, targets followed and attached (each
-    /// new page waits for us before it loads anything), downloads here.
+    /// new page waits for us before it loads anything), downloads here —
+    /// but not an attached browser's: its downloads are its user's.
     async fn connect(&self, mut running: Running) -> Result<Running, (Running, CdpError)> {
         let cdp = Arc::clone(&running.cdp);
         let t = START_TIMEOUT;
+        let launched = running.launched.is_some();
         let steps = async {
             let version = cdp.call(None, "Browser.getVersion", json!({}), t).await?;
             running.version = version["product"].as_str().unwrap_or_default().to_owned();
+            if !launched {
+                cdp.call(
+                    None,
+                    "Target.setDiscoverTargets",
+                    json!({ "discover": true }),
+                    t,
+                )
+                .await?;
+                cdp.call(
+                    None,
+                    "Target.setAutoAttach",
+                    json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
+                    t,
+                )
+                .await?;
+                return Ok(());
+            }
             // Downloads live here only until they travel: what an earlier
             // browser left (it died mid-download) goes.
             let downloads = self.downloads_dir();
@@ -350,6 +456,28 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<
     let kind = params["targetInfo"]["type"].as_str().unwrap_or_default();
     let t = Duration::from_secs(10);
     let s = Some(session);
+    // An attached browser's own pages (its user's) are let go untouched.
+    if kind == "page"
+        && !state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ours(&params["targetInfo"])
+    {
+        if params["waitingForDebugger"] == true {
+            let _ = cdp
+                .call(s, "Runtime.runIfWaitingForDebugger", json!({}), t)
+                .await;
+        }
+        let _ = cdp
+            .call(
+                None,
+                "Target.detachFromTarget",
+                json!({ "sessionId": session }),
+                t,
+            )
+            .await;
+        return;
+    }
     if reach.guarding() {
         let guarded = cdp
             .call(

@@ -101,15 +101,21 @@ impl Ctx<'_> {
         match self.resolve(name) {
             Ok(tab) => Ok(tab),
             Err(e) if name.is_some() => Err(e),
-            Err(_) => {
-                let created = self
-                    .browser_call("Target.createTarget", json!({ "url": "about:blank" }))
-                    .await?;
-                let id = created["targetId"].as_str().unwrap_or_default().to_owned();
-                self.state().add(&id, "about:blank", "");
-                Ok(id)
-            }
+            Err(_) => self.new_tab().await,
         }
+    }
+
+    /// A new blank tab of ours.
+    pub async fn new_tab(&self) -> Result<String, Failure> {
+        self.state().creating = true;
+        let created = self
+            .browser_call("Target.createTarget", json!({ "url": "about:blank" }))
+            .await;
+        let mut state = self.state();
+        state.creating = false;
+        let id = created?["targetId"].as_str().unwrap_or_default().to_owned();
+        state.add(&id, "about:blank", "");
+        Ok(id)
     }
 
     pub fn with_tab<T>(&self, tab: &str, f: impl FnOnce(&mut super::state::Tab) -> T) -> Option<T> {

@@ -223,6 +223,13 @@ pub struct State {
     /// Where the browser writes downloads (under their guid), so what
     /// nobody may take is removed.
     pub downloads_dir: Option<PathBuf>,
+    /// An attached browser (its user's): only the pages we open, and the
+    /// popups they open, are tabs of ours; the user's own are neither
+    /// listed nor touched.
+    pub only_ours: bool,
+    /// A route of ours is creating a page now: the blank page that
+    /// appears is that one.
+    pub creating: bool,
 }
 
 impl State {
@@ -261,7 +268,21 @@ impl State {
             return None;
         }
         let text = |k: &str| info[k].as_str().unwrap_or_default();
+        if !self.ours(info) {
+            return None;
+        }
         Some(self.add(text("targetId"), text("url"), text("title")))
+    }
+
+    /// Whether a page target is ours to list and drive: always, in a
+    /// browser we launched; in an attached one, a page we know, the one
+    /// a route is creating, or a popup one of ours opened.
+    pub fn ours(&self, info: &Value) -> bool {
+        let text = |k: &str| info[k].as_str().unwrap_or_default();
+        !self.only_ours
+            || self.tab(text("targetId")).is_some()
+            || self.tab(text("openerId")).is_some()
+            || (self.creating && matches!(text("url"), "" | "about:blank"))
     }
 
     /// Removes what the browser wrote for a download (its guid is its

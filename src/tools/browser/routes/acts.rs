@@ -244,6 +244,14 @@ pub async fn file_chooser(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Fai
 
 pub async fn download(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
     let body = &request.body;
+    if ctx.state().only_ours {
+        // Its downloads are its user's: never redirected, cancelled or
+        // handed to an agent.
+        return Err(Failure::new(
+            501,
+            "downloads are not available on an attached browser (--browser-cdp-url): its downloads are its user's",
+        ));
+    }
     let tab = ctx.tab_or_new(request.target()).await?;
     let clicking = request.route == Some(Route::Download);
     if clicking && body["ref"].as_str().is_none() {

@@ -11,7 +11,7 @@ pub fn status(browser: &Browser) -> Value {
     let options = browser.options();
     let (live, last_exit) = browser.live();
     let running = live.is_some();
-    json!({
+    let mut status = json!({
         "enabled": true,
         "profile": PROFILE,
         "driver": "openclaw",
@@ -39,7 +39,27 @@ pub fn status(browser: &Browser) -> Value {
         "graphics": null,
         "evaluateEnabled": options.evaluate,
         "privateNetwork": options.reach.private_network,
-    })
+    });
+    // A browser started elsewhere: its address (no secrets), nothing of
+    // ours about its process or profile.
+    if let Some(url) = &options.attach {
+        for key in [
+            "chosenBrowser",
+            "detectedBrowser",
+            "detectedExecutablePath",
+            "userDataDir",
+            "headless",
+            "headlessSource",
+            "noSandbox",
+            "executablePath",
+        ] {
+            status[key] = Value::Null;
+        }
+        status["cdpUrl"] = json!(crate::tools::browser::shown_cdp_url(url));
+        status["cdpHttp"] = json!(url.starts_with("http"));
+        status["attachOnly"] = json!(true);
+    }
+    status
 }
 
 fn browser_kind(executable: &std::path::Path) -> &'static str {
@@ -70,13 +90,13 @@ pub fn profiles(browser: &Browser) -> Value {
         "name": PROFILE,
         "transport": "cdp",
         "cdpPort": null,
-        "cdpUrl": null,
+        "cdpUrl": browser.options().attach.as_deref().map(crate::tools::browser::shown_cdp_url),
         "color": "#FF4500",
         "driver": "openclaw",
         "running": live.is_some(),
         "tabCount": tabs,
         "isDefault": true,
-        "isRemote": false,
+        "isRemote": browser.options().attach.is_some(),
         "reconcileReason": null,
     }]})
 }
@@ -91,9 +111,19 @@ pub async fn doctor(
     let version = browser.live().0.map(|l| l.version);
     let mut checks = vec![
         json!({ "id": "profile", "label": "Profile", "status": "pass", "summary": "openclaw via cdp" }),
-        json!({ "id": "managed-executable", "label": "Browser executable", "status": "pass",
-                "summary": browser.options().executable.display().to_string() }),
+        match &browser.options().attach {
+            Some(url) => json!({ "id": "attach-only", "label": "Browser", "status": "pass",
+                "summary": format!("attached to {} (not launched by this node)", crate::tools::browser::shown_cdp_url(url)) }),
+            None => {
+                json!({ "id": "managed-executable", "label": "Browser executable", "status": "pass",
+                "summary": browser.options().executable.display().to_string() })
+            }
+        },
         match version {
+            Some(v) if browser.options().attach.is_some() => {
+                json!({ "id": "cdp-pipe", "label": "DevTools", "status": "pass",
+                               "summary": format!("{v} over its DevTools WebSocket") })
+            }
             Some(v) => json!({ "id": "cdp-pipe", "label": "DevTools", "status": "pass",
                                "summary": format!("{v} over a private pipe") }),
             None => json!({ "id": "cdp-pipe", "label": "DevTools", "status": "info",

@@ -57,15 +57,7 @@ pub async fn open(ctx: &Ctx<'_>, request: &Request) -> Result<Value, Failure> {
     {
         return Err(Failure::new(500, BAD_LABEL));
     }
-    let created = ctx
-        .browser_call("Target.createTarget", json!({ "url": "about:blank" }))
-        .await?;
-    let tab = created["targetId"].as_str().unwrap_or_default().to_owned();
-    ctx.run
-        .state
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .add(&tab, "about:blank", "");
+    let tab = ctx.new_tab().await?;
     if url != "about:blank"
         && let Err(e) = go(ctx, &tab, url).await
     {
