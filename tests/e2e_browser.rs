@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::browser::{chromium, ref_after, serve_fixtures};
+use common::browser::{UserBrowser, chromium, ref_after, serve_fixtures};
 use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
 use serde_json::{Value, json};
 
@@ -351,4 +351,59 @@ fn e2e_our_answers_are_openclaw_node_runs_on_the_same_page() {
     assert_eq!(got["next page"], format!("{site}/submitted.html"));
     assert_eq!(got["first ref"], "e");
     assert_eq!(got["next page's refs"], "f");
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_operator_drives_a_browser_the_node_attached_to() {
+    let site = serve_fixtures();
+    let user = UserBrowser::start(&format!("{site}/second.html"));
+    let endpoint = format!("http://127.0.0.1:{}", user.port);
+    let node = RealNode::start(
+        "e2e-attached",
+        &[
+            "--browser-cdp-url",
+            &endpoint,
+            "--browser-private-network",
+            "--approval",
+            "allow",
+        ],
+    );
+    node.approve_surface();
+    let n = "e2e-attached";
+    let tab = request(
+        n,
+        "POST",
+        "/tabs/open",
+        json!({ "url": format!("{site}/index.html") }),
+        json!({}),
+    );
+    assert_eq!(tab["tabId"], "t1", "{tab}");
+    let shot = request(
+        n,
+        "GET",
+        "/snapshot",
+        json!(null),
+        json!({ "format": "ai" }),
+    );
+    let change = ref_after(shot["snapshot"].as_str().unwrap(), "button \"Change text\"");
+    let clicked = request(
+        n,
+        "POST",
+        "/act",
+        json!({ "kind": "click", "ref": change }),
+        json!({}),
+    );
+    assert_eq!(clicked["ok"], true, "{clicked}");
+    let page = request(n, "GET", "/text", json!(null), json!({}));
+    assert!(
+        page["text"].as_str().unwrap().contains("Text changed."),
+        "{page}"
+    );
+    // The user's own tab is not the agent's.
+    let tabs = request(n, "GET", "/tabs", json!(null), json!({}));
+    assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");
+    let status = request(n, "GET", "/", json!(null), json!({}));
+    assert_eq!(status["attachOnly"], true, "{status}");
+    assert!(user.pages().iter().any(|(_, title)| title == "Second page"));
 }
