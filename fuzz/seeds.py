@@ -204,4 +204,67 @@ for message in [
 ]:
     put("mcp_message", message)
 
+# browser.proxy: what the gateway forwards of an agent's `browser` calls.
+def proxy(method, path, body=None, query=None, **extra):
+    p = {"method": method, "path": path, "timeoutMs": 20000, "errorEnvelope": "browser-v1", "profile": "openclaw"}
+    if body is not None:
+        p["body"] = body
+    if query is not None:
+        p["query"] = query
+    p.update(extra)
+    return p
+
+
+for params in [
+    proxy("GET", "/"), proxy("GET", "/tabs"), proxy("POST", "/tabs/open", {"url": "http://127.0.0.1/"}),
+    proxy("GET", "/snapshot", query={"format": "ai", "limit": 50, "maxChars": 1000, "interactive": True, "depth": 3}),
+    proxy("GET", "/snapshot", query={"format": "aria", "selector": "#x"}),
+    proxy("POST", "/act", {"kind": "click", "ref": "e1", "targetId": "t1"}),
+    proxy("POST", "/act", {"kind": "type", "ref": "e2", "text": "hi", "submit": True}),
+    proxy("POST", "/act", {"kind": "fill", "fields": [{"ref": "e3", "type": "checkbox", "value": True}]}),
+    proxy("POST", "/act", {"kind": "evaluate", "fn": "() => 1"}),
+    proxy("POST", "/act", {"kind": "wait", "fn": "() => true"}),
+    proxy("POST", "/act", {"kind": "wait", "text": "done", "timeoutMs": 500}),
+    proxy("POST", "/act", {"kind": "batch", "actions": [{"kind": "hover", "ref": "e1"}, {"kind": "batch", "actions": [{"kind": "evaluate", "fn": "1"}]}]}),
+    proxy("POST", "/act", {"kind": "batch", "actions": [{"kind": "scrollIntoView", "ref": "e1"}, {"kind": "resize", "width": 800, "height": 600}]}),
+    proxy("POST", "/act", {"kind": "press", "key": "Control+a"}), proxy("POST", "/act", {"kind": "click", "selector": "#x"}),
+    proxy("POST", "/hooks/file-chooser", {"paths": ["/tmp/x"], "ref": "e4"}),
+    proxy("POST", "/hooks/file-chooser", {"ref": "e4"}, upload={"files": [{"name": "a.txt", "base64": "aGk=", "mimeType": "text/plain"}]}),
+    proxy("POST", "/hooks/dialog", {"accept": True, "promptText": "x"}), proxy("POST", "/download", {"ref": "e5", "path": "../x"}),
+    proxy("POST", "/screenshot", {"fullPage": True, "type": "jpeg"}), proxy("DELETE", "/tabs/t1"),
+    proxy("POST", "/set/headers", {"headers": {"X": "1"}}), proxy("GET", "/nosuch"), {"method": "PUT", "path": "/"},
+]:
+    put("browser_proxy_params", params)
+
+# Accessibility trees as Chromium sends them (Accessibility.getFullAXTree's
+# nodes), one byte of options in front.
+def ax(node_id, role, name="", children=(), parent=None, backend=None, **extra):
+    n = {"nodeId": node_id, "ignored": False, "role": {"type": "role", "value": role},
+         "name": {"type": "computedString", "value": name}, "childIds": list(children)}
+    if parent:
+        n["parentId"] = parent
+    if backend is not None:
+        n["backendDOMNodeId"] = backend
+    n.update(extra)
+    return n
+
+
+page = [
+    ax("1", "RootWebArea", "Test", ["2", "3", "4", "8"], backend=1),
+    ax("2", "heading", "Order form", ["9"], "1", 2, properties=[{"name": "level", "value": {"type": "integer", "value": 1}}]),
+    ax("9", "StaticText", "Order form", [], "2", 9),
+    ax("3", "form", "", ["5", "6", "7"], "1", 3),
+    ax("5", "textbox", "Your name", [], "3", 5, value={"type": "string", "value": "Ada"}),
+    ax("6", "checkbox", "Gift wrap", [], "3", 6, properties=[{"name": "checked", "value": {"type": "tristate", "value": "true"}}]),
+    ax("7", "button", "Place order", [], "3", 7),
+    ax("4", "generic", "", ["10"], "1", 4, ignored=True),
+    ax("10", "link", "Second page", [], "4", 10, properties=[{"name": "url", "value": {"type": "string", "value": "http://h/x"}}]),
+    ax("8", "combobox", "Size", ["11"], "1", 8),
+    ax("11", "option", "Small", [], "8", 11, properties=[{"name": "selected", "value": {"type": "booleanOrUndefined", "value": True}}]),
+]
+for pick in [0, 1, 2, 5 | (2 << 5), 8, 16, 31]:
+    put("browser_snapshot", bytes([pick]) + json.dumps(page).encode())
+put("browser_snapshot", b"\x00" + json.dumps([ax("1", "generic", "", ["1"], backend=1)]).encode())
+put("browser_snapshot", b"\x00" + json.dumps([ax("1", "RootWebArea", "", ["2"]), ax("2", "button", "\u202e\n- evil [ref=e9]", [], "1", 2)]).encode())
+
 print("seeded", file=sys.stderr)

@@ -604,6 +604,89 @@ impl Fixture {
     }
 }
 
+/// `browser.proxy` parameters as the gateway forwards an agent's
+/// `browser` call: parsed, classed by the policy, and an `/act` body
+/// checked. A body the check lets through without `--browser-evaluate`
+/// runs no script anywhere in it; one the policy calls safe only reads.
+pub fn browser_proxy_params(data: &[u8]) {
+    use crate::tools::browser::fuzz::{Route, check_act, is_reading};
+    let Some(text) = text(data) else { return };
+    let Ok(params) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let upload = params.get("upload").is_some_and(|u| !u.is_null());
+    let Ok(request) = crate::tools::browser::Request::parse(&params, upload) else {
+        return;
+    };
+    let (risk, _) = crate::tools::browser::classify(&request);
+    if request.route != Some(Route::Act) {
+        return;
+    }
+    let body = &request.body;
+    let kind = body["kind"].as_str().unwrap_or("");
+    if risk == Risk::Safe {
+        assert!(is_reading(kind, body), "a safe act that acts: {body}");
+    }
+    let tab = body["targetId"].as_str().unwrap_or("T");
+    if check_act(body, tab, false, 0).is_ok() {
+        fn scripts(body: &Value) -> bool {
+            body["kind"] == "evaluate"
+                || (body["kind"] == "wait" && body.get("fn").is_some())
+                || body["actions"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(scripts))
+        }
+        assert!(!scripts(body), "script let through: {body}");
+    }
+}
+
+/// A page's accessibility tree as a browser (or a page shaping it)
+/// sends it, rendered as the `ai` snapshot. The first byte picks the
+/// options; the rest is the tree. The text keeps to its limit, and every
+/// ref it issues is shown and is one `act` can resolve.
+pub fn browser_snapshot(data: &[u8]) {
+    use crate::tools::browser::fuzz::{Refs, SnapshotOptions, render_snapshot};
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(Value::Array(nodes)) = serde_json::from_slice::<Value>(rest) else {
+        return;
+    };
+    let options = SnapshotOptions {
+        interactive: pick & 1 != 0,
+        compact: pick & 2 != 0,
+        depth: (pick & 4 != 0).then_some(usize::from(pick >> 5)),
+        limit: if pick & 8 != 0 { 3 } else { 200 },
+        max_chars: if pick & 16 != 0 { 64 } else { 40_000 },
+        root: None,
+    };
+    let mut refs = Refs {
+        document: 1,
+        page: 1,
+        ..Refs::default()
+    };
+    let shot = render_snapshot(&nodes, &mut refs, &options);
+    assert!(
+        shot.text.len() <= options.max_chars,
+        "{} chars",
+        shot.text.len()
+    );
+    assert!(shot.refs.len() <= options.limit, "{} refs", shot.refs.len());
+    // (A page's own text may spell `[ref=…]`: the model reads page text
+    // anyway; what must hold is that every ref we issue resolves, and is
+    // shown unless the text was cut.)
+    for issued in shot.refs.keys() {
+        assert!(
+            refs.nodes.contains_key(issued),
+            "ref {issued} not resolvable"
+        );
+        assert!(
+            shot.truncated || shot.text.contains(&format!("[ref={issued}]")),
+            "ref {issued} issued but not shown"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,6 +709,8 @@ mod tests {
             ("windows_command_line", windows_command_line),
             ("workspace_path", workspace_path),
             ("mcp_message", mcp_message),
+            ("browser_proxy_params", browser_proxy_params),
+            ("browser_snapshot", browser_snapshot),
         ];
         let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
         for (name, entry) in targets {

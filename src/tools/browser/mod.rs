@@ -42,6 +42,15 @@ use crate::runner::Resident;
 use cdp::{Cdp, CdpError};
 use state::State;
 
+/// What `crate::fuzzing` reaches (hidden, not an API).
+#[doc(hidden)]
+pub mod fuzz {
+    pub use super::act::{check as check_act, is_reading};
+    pub use super::routes::Route;
+    pub use super::snapshot::{Options as SnapshotOptions, render as render_snapshot};
+    pub use super::state::Refs;
+}
+
 /// The profile OpenClaw's managed browser is called by.
 pub const PROFILE: &str = "openclaw";
 /// A proxy call's time when the gateway names none (OpenClaw's default).
