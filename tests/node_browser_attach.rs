@@ -77,7 +77,7 @@ async fn an_attached_browser_is_driven_only_through_the_tabs_we_open() {
     );
     let status = get(&gw, "/", json!({})).await;
     assert_eq!(status["attachOnly"], true, "{status}");
-    assert_eq!(status["cdpUrl"], format!("{endpoint}/"));
+    assert_eq!(status["cdpUrl"], endpoint);
     assert_eq!(status["pid"], Value::Null);
 
     // The user's tab is not ours: not listed, not touched.

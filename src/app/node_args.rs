@@ -142,10 +142,13 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
             .map(|(_, v)| v.clone())
     };
     let pair = setup_code(&args, from_file(node::service::SETUP_CODE_KEY).as_deref())?;
+    // The attached browser's address, wherever the owner put it: the
+    // flag, the service's env file, the environment (it may hold a token).
     let mut browser = args.browser.clone();
-    if browser.browser_cdp_url.is_none() {
-        browser.browser_cdp_url = from_file(node::service::CDP_URL_KEY);
-    }
+    browser.browser_cdp_url = browser
+        .browser_cdp_url
+        .or_else(|| from_file(node::service::CDP_URL_KEY))
+        .or_else(|| crate::shared::secrets::var(node::service::CDP_URL_KEY));
     let from_env = std::env::var_os("OPENCLAW_GATEWAY_URL").is_some_and(|v| !v.is_empty());
     let gateway = node_endpoint(&args, gateway_flag, pair.as_ref(), from_env, || {
         node::saved_gateway(&state_dir)

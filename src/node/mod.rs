@@ -104,6 +104,7 @@ pub async fn run(mut options: Options, print: fn(&str), stop: CancellationToken)
     let wanted = options.doctor.take();
     let node = Node::start(options);
     let servers = node.as_ref().ok().and_then(|n| n.servers.clone());
+    let tools = node.as_ref().ok().map(|n| Arc::clone(&n.tools));
     let code = match node {
         Ok(node) => match wanted {
             None => node.serve(stop.cancelled()).await,
@@ -139,6 +140,9 @@ pub async fn run(mut options: Options, print: fn(&str), stop: CancellationToken)
     };
     if let Some(servers) = servers {
         servers.shutdown().await;
+    }
+    if let Some(tools) = tools {
+        tools.let_go().await;
     }
     flush_log();
     code
@@ -250,7 +254,6 @@ fn browser_options(
     let attach = args
         .browser_cdp_url
         .clone()
-        .or_else(|| crate::shared::secrets::var("CLAWBOT_BROWSER_CDP_URL"))
         .filter(|u| !u.trim().is_empty());
     if let Some(url) = &attach {
         tools::browser::check_cdp_url(url)?;
@@ -272,7 +275,6 @@ fn browser_options(
         }));
     }
     let named = match args.browser.trim() {
-        "off" => return Ok(None),
         "" | "auto" => None,
         path => Some(std::path::Path::new(path)),
     };

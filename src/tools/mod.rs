@@ -242,6 +242,15 @@ impl Tools {
         })
     }
 
+    /// What must happen before the node exits: an attached browser (the
+    /// user's) loses the tabs we opened in it (a launched one stops with
+    /// our process tree anyway).
+    pub async fn let_go(&self) {
+        if let Some(browser) = &self.browser {
+            browser.let_go().await;
+        }
+    }
+
     /// The commands to declare in `connect.commands`.
     pub fn declared(&self) -> &[String] {
         &self.declared

@@ -364,12 +364,7 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     }
     let mut secrets = Vec::new();
     // Kept with the secrets, not on the command line: it may carry a token.
-    if let Some(url) = b
-        .browser_cdp_url
-        .clone()
-        .or_else(|| crate::shared::secrets::var(CDP_URL_KEY))
-        .filter(|u| !u.trim().is_empty())
-    {
+    if let Some(url) = b.browser_cdp_url.clone().filter(|u| !u.trim().is_empty()) {
         crate::tools::browser::check_cdp_url(&url)?;
         secrets.push((CDP_URL_KEY.to_owned(), url));
     }

@@ -48,6 +48,19 @@ pub fn check(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the address is this machine's (OpenClaw's `isRemote` is not).
+pub fn is_loopback(url: &str) -> bool {
+    let Ok(uri) = url.parse::<Uri>() else {
+        return false;
+    };
+    let host = uri.host().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The URL as it may be shown: no credentials, no query.
 pub fn shown(url: &str) -> String {
     let Ok(uri) = url.parse::<Uri>() else {
@@ -55,24 +68,35 @@ pub fn shown(url: &str) -> String {
     };
     let host = uri.host().unwrap_or_default();
     let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
-    format!(
-        "{}://{host}{port}{}",
-        uri.scheme_str().unwrap_or(""),
-        uri.path()
-    )
+    let path = Some(uri.path()).filter(|p| *p != "/").unwrap_or("");
+    format!("{}://{host}{port}{path}", uri.scheme_str().unwrap_or(""))
 }
 
-/// Opens the browser's DevTools WebSocket.
+/// Opens the browser's DevTools WebSocket (`user:pass@` in the address
+/// is sent as Basic authorisation, as OpenClaw sends it, to the HTTP
+/// endpoint and the WebSocket both).
 pub async fn connect(url: &str) -> Result<Socket, String> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let uri: Uri = url.parse().map_err(|_| "not a URL".to_owned())?;
     let socket_url = match uri.scheme_str() {
         Some("http") => discover(&uri).await?,
-        _ => url.to_owned(),
+        _ => without_userinfo(&uri),
     };
+    let mut request = socket_url.into_client_request().map_err(|_| {
+        format!(
+            "the browser at {} named a WebSocket that is no URL",
+            shown(url)
+        )
+    })?;
+    if let Some(basic) = basic_auth(&uri) {
+        request
+            .headers_mut()
+            .insert(hyper::header::AUTHORIZATION, basic);
+    }
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE))
         .max_frame_size(Some(MAX_MESSAGE));
-    let (socket, _) = tokio_tungstenite::connect_async_with_config(socket_url, Some(config), false)
+    let (socket, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), false)
         .await
         .map_err(|e| {
             format!(
@@ -97,8 +121,11 @@ async fn discover(uri: &Uri) -> Result<String, String> {
         .await
         .map_err(|e| format!("the browser at {at} is not reachable: {e}"))?;
     let base = uri.path().trim_end_matches('/');
+    let authorization = basic_auth(uri)
+        .and_then(|v| v.to_str().ok().map(|v| format!("Authorization: {v}\r\n")))
+        .unwrap_or_default();
     let request = format!(
-        "GET {base}/json/version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        "GET {base}/json/version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n{authorization}Connection: close\r\n\r\n"
     );
     stream
         .write_all(request.as_bytes())
@@ -145,6 +172,24 @@ async fn discover(uri: &Uri) -> Result<String, String> {
     Ok(format!("ws://{host}:{port}{path}"))
 }
 
+/// `Basic …` of an address's `user:pass@`, if it has one.
+fn basic_auth(uri: &Uri) -> Option<hyper::header::HeaderValue> {
+    use base64::Engine;
+    let (userinfo, _) = uri.authority()?.as_str().rsplit_once('@')?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(userinfo);
+    let mut value = hyper::header::HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// The address without its `user:pass@`.
+fn without_userinfo(uri: &Uri) -> String {
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    format!("{}://{host}{path}", uri.scheme_str().unwrap_or("ws"))
+}
+
 /// Whether an HTTP answer holds its whole body (by its Content-Length).
 fn whole(answer: &[u8]) -> bool {
     let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
@@ -155,7 +200,7 @@ fn whole(answer: &[u8]) -> bool {
         .filter_map(|l| l.split_once(':'))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.trim().parse::<usize>().ok())
-        .is_some_and(|length| answer.len() >= end + 4 + length)
+        .is_some_and(|length| answer.len() >= (end + 4).saturating_add(length))
 }
 
 /// An error's words without the URL's secrets.
@@ -191,6 +236,8 @@ mod tests {
         assert!(check("ws://h:9222/devtools/browser/x").is_ok());
         assert!(check("wss://u:p@cdp.example/?token=s").is_ok());
         assert!(check("https://h:9222").unwrap_err().contains("wss://"));
+        assert!(is_loopback("http://127.0.0.1:9222") && is_loopback("ws://[::1]:1/x"));
+        assert!(is_loopback("http://localhost:9222") && !is_loopback("http://10.0.0.2:9222"));
         assert!(check("ftp://h/x").unwrap_err().contains("http://HOST:PORT"));
         assert!(check("not a url at all").is_err());
         let shown = shown("wss://user:secret@cdp.example:443/chromium?token=s3cret");
@@ -209,6 +256,10 @@ mod tests {
         assert!(!whole(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\n{}"));
         assert!(!whole(b"HTTP/1.1 200 OK\r\n\r\n{}"));
         assert!(!whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2"));
+        // A lying length is no panic, only an answer never whole.
+        assert!(!whole(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n{}"
+        ));
     }
 
     /// A DevTools HTTP endpoint that answers `reply` once.
@@ -231,17 +282,27 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"webSocketDebuggerUrl\": \"ws://127.0.0.1:9222/devtools/browser/abc\"}",
         )
         .await;
-        let uri: Uri = format!("http://localhost:{port}/?token=t").parse().unwrap();
+        let uri: Uri = format!("http://me:pw@localhost:{port}/?token=t")
+            .parse()
+            .unwrap();
         let socket = discover(&uri).await.unwrap();
         assert_eq!(
             socket,
             format!("ws://localhost:{port}/devtools/browser/abc?token=t")
         );
+        let asked = asked.await.unwrap();
         assert!(
-            asked
-                .await
-                .unwrap()
-                .starts_with("GET /json/version HTTP/1.1\r\n")
+            asked.starts_with("GET /json/version HTTP/1.1\r\n"),
+            "{asked}"
+        );
+        // me:pw, as Basic authorisation.
+        assert!(
+            asked.contains("\r\nAuthorization: Basic bWU6cHc=\r\n"),
+            "{asked}"
+        );
+        assert_eq!(
+            without_userinfo(&"wss://me:pw@h:1/x?t=1".parse().unwrap()),
+            "wss://h:1/x?t=1"
         );
     }
 

@@ -32,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use attach::{check as check_cdp_url, shown as shown_cdp_url};
+pub use attach::{
+    check as check_cdp_url, is_loopback as is_loopback_cdp_url, shown as shown_cdp_url,
+};
 pub use guard::Reach;
 pub use launch::{find as find_browser, running_as_root};
 pub use routes::{Request, classify};
@@ -55,6 +57,9 @@ pub mod fuzz {
 pub const PROFILE: &str = "openclaw";
 /// A proxy call's time when the gateway names none (OpenClaw's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// New targets being prepared at once, at most (a page opening frames and
+/// workers by the hundred stays far below).
+const MAX_PREPARING: usize = 256;
 /// The time a browser has to start and answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -245,6 +250,14 @@ impl Browser {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// At the node's exit: the tabs we opened in an attached browser are
+    /// closed (within 3 s); a launched one stops with our process tree.
+    pub async fn let_go(&self) {
+        if self.options.attach.is_some() {
+            let _ = tokio::time::timeout(Duration::from_secs(3), self.stop()).await;
+        }
+    }
+
     /// Stops the browser (its whole tree); whether one was running. An
     /// attached browser is not ours to stop: the tabs we opened in it
     /// are closed and we let go of it.
@@ -268,12 +281,12 @@ impl Browser {
                     .iter()
                     .map(|t| t.target_id.clone())
                     .collect();
-                for target in ours {
-                    let _ = running
+                futures_util::future::join_all(ours.iter().map(|target| {
+                    running
                         .cdp
                         .call(None, "Target.closeTarget", json!({ "targetId": target }), t)
-                        .await;
-                }
+                }))
+                .await;
                 running.cdp.close();
             }
         }
@@ -306,18 +319,16 @@ impl Browser {
         match self.connect(running).await {
             Ok(running) => Ok(running),
             Err((running, e)) => {
-                let Some(launched) = running.launched else {
-                    unreachable!("launched above")
-                };
-                let words = launched.chatter.lines();
-                launched.resident.stop(Duration::from_secs(2)).await;
+                let mut said = String::new();
+                if let Some(launched) = running.launched {
+                    if let Some(w) = launched.chatter.lines().last() {
+                        said = format!("; it said: {w}");
+                    }
+                    launched.resident.stop(Duration::from_secs(2)).await;
+                }
                 Err(format!(
-                    "the browser {} did not start: {e}{}",
+                    "the browser {} did not start: {e}{said}",
                     self.options.executable.display(),
-                    words
-                        .last()
-                        .map(|w| format!("; it said: {w}"))
-                        .unwrap_or_default()
                 ))
             }
         }
@@ -354,6 +365,7 @@ impl Browser {
     fn hook(&self, state: &Arc<Mutex<State>>) -> cdp::Hook {
         let hook_state = Arc::clone(state);
         let reach = self.options.reach.clone();
+        let preparing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         Box::new(move |cdp, event| {
             if event.method == "Fetch.requestPaused" {
                 guard::on_paused(&reach, cdp, event);
@@ -361,11 +373,25 @@ impl Browser {
             }
             state::observe(&hook_state, cdp, event);
             if event.method == "Target.attachedToTarget" {
+                // Each new target is prepared by a task of its own; a
+                // browser (or an endpoint posing as one) announcing more
+                // than we can hold is cut off, not followed.
+                use std::sync::atomic::Ordering;
+                if preparing.fetch_add(1, Ordering::Relaxed) >= MAX_PREPARING {
+                    preparing.fetch_sub(1, Ordering::Relaxed);
+                    crate::shared::log::warn(&format!(
+                        "browser: more than {MAX_PREPARING} new targets at once; closing the connection"
+                    ));
+                    cdp.close();
+                    return;
+                }
                 let (cdp, reach) = (Arc::clone(cdp), reach.clone());
                 let (event, state) = (Arc::clone(event), Arc::clone(&hook_state));
-                tokio::spawn(
-                    async move { prepare_target(&cdp, &reach, &event.params, &state).await },
-                );
+                let preparing = Arc::clone(&preparing);
+                tokio::spawn(async move {
+                    prepare_target(&cdp, &reach, &event.params, &state).await;
+                    preparing.fetch_sub(1, Ordering::Relaxed);
+                });
             }
         })
     }
@@ -380,43 +406,9 @@ impl Browser {
         let steps = async {
             let version = cdp.call(None, "Browser.getVersion", json!({}), t).await?;
             running.version = version["product"].as_str().unwrap_or_default().to_owned();
-            if !launched {
-                cdp.call(
-                    None,
-                    "Target.setDiscoverTargets",
-                    json!({ "discover": true }),
-                    t,
-                )
-                .await?;
-                cdp.call(
-                    None,
-                    "Target.setAutoAttach",
-                    json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
-                    t,
-                )
-                .await?;
-                return Ok(());
+            if launched {
+                self.downloads_here(&cdp).await?;
             }
-            // Downloads live here only until they travel: what an earlier
-            // browser left (it died mid-download) goes.
-            let downloads = self.downloads_dir();
-            let _ = crate::shared::paths::create_private_dir(&downloads);
-            for entry in std::fs::read_dir(&downloads)
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                if entry.file_type().is_ok_and(|t| t.is_file()) {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-            cdp.call(
-                None,
-                "Browser.setDownloadBehavior",
-                json!({ "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": true }),
-                t,
-            )
-            .await?;
             cdp.call(
                 None,
                 "Target.setDiscoverTargets",
@@ -424,13 +416,18 @@ impl Browser {
                 t,
             )
             .await?;
-            cdp.call(
-                None,
-                "Target.setAutoAttach",
-                json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
-                t,
-            )
-            .await?;
+            let mut auto =
+                json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true });
+            if !launched {
+                // Of an attached browser only pages are followed from the
+                // top: its service and shared workers are its user's (our
+                // pages' own frames and workers attach through them).
+                auto["filter"] = json!([{ "type": "page" }]);
+            }
+            cdp.call(None, "Target.setAutoAttach", auto, t).await?;
+            if !launched {
+                return Ok(());
+            }
             // Pages that were there before auto-attach (the first blank
             // tab) are attached by hand.
             let targets = cdp.call(None, "Target.getTargets", json!({}), t).await?;
@@ -455,6 +452,33 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// Downloads of a browser we launched go to our directory, and live
+    /// there only until they travel: what an earlier browser left (it
+    /// died mid-download) goes.
+    async fn downloads_here(&self, cdp: &Cdp) -> Result<(), CdpError> {
+        let downloads = self.downloads_dir();
+        let _ = crate::shared::paths::create_private_dir(&downloads);
+        for entry in std::fs::read_dir(&downloads)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        cdp.call(
+            None,
+            "Browser.setDownloadBehavior",
+            json!({ "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": true }),
+            START_TIMEOUT,
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
 /// A target just attached: requests guarded, its domains on, then let
 /// run, and (a page) marked ready for routes. A page's first request, and
 /// a route's first command to it, happen only after this.
@@ -465,13 +489,12 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<
     let kind = params["targetInfo"]["type"].as_str().unwrap_or_default();
     let t = Duration::from_secs(10);
     let s = Some(session);
+    let (attached, ours) = {
+        let state = state.lock().unwrap_or_else(|e| e.into_inner());
+        (state.only_ours, state.ours(&params["targetInfo"]))
+    };
     // An attached browser's own pages (its user's) are let go untouched.
-    if kind == "page"
-        && !state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .ours(&params["targetInfo"])
-    {
+    if kind == "page" && !ours {
         if params["waitingForDebugger"] == true {
             let _ = cdp
                 .call(s, "Runtime.runIfWaitingForDebugger", json!({}), t)
@@ -526,6 +549,18 @@ async fn prepare_target(cdp: &Cdp, reach: &Reach, params: &Value, state: &Mutex<
                 "Target.setAutoAttach",
                 json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
             ),
+        ] {
+            let _ = cdp.call(s, method, params, t).await;
+        }
+    }
+    if attached && kind == "page" {
+        // Our pages in the user's browser: their downloads would land in
+        // the user's Downloads unbounded (we keep none of its downloads),
+        // and the profile's service workers (the user's, unguarded) do
+        // not answer for them.
+        for (method, params) in [
+            ("Page.setDownloadBehavior", json!({ "behavior": "deny" })),
+            ("Network.setBypassServiceWorker", json!({ "bypass": true })),
         ] {
             let _ = cdp.call(s, method, params, t).await;
         }

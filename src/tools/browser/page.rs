@@ -105,16 +105,43 @@ impl Ctx<'_> {
         }
     }
 
-    /// A new blank tab of ours.
+    /// A new blank tab of ours. In an attached browser it is made at a
+    /// marked address, so that of the pages appearing meanwhile (the
+    /// user's too) only it is taken for ours; if the call is given up
+    /// before the browser names it, it is closed when it appears.
     pub async fn new_tab(&self) -> Result<String, Failure> {
-        self.state().creating = true;
+        struct Creating<'a, 'b>(&'a Ctx<'b>, Option<String>, bool);
+        impl Drop for Creating<'_, '_> {
+            fn drop(&mut self) {
+                let mut state = self.0.state();
+                state.creating = None;
+                if let Some(marked) = self.1.take()
+                    && !self.2
+                {
+                    if state.abandoned.len() >= 16 {
+                        state.abandoned.pop_front();
+                    }
+                    state.abandoned.push_back(marked);
+                }
+            }
+        }
+        let marked = self
+            .state()
+            .only_ours
+            .then(|| format!("about:blank#clawbot-{}", uuid::Uuid::new_v4()));
+        self.state().creating = marked.clone();
+        let mut creating = Creating(self, marked.clone(), false);
         let created = self
-            .browser_call("Target.createTarget", json!({ "url": "about:blank" }))
-            .await;
-        let mut state = self.state();
-        state.creating = false;
-        let id = created?["targetId"].as_str().unwrap_or_default().to_owned();
-        state.add(&id, "about:blank", "");
+            .browser_call(
+                "Target.createTarget",
+                json!({ "url": marked.as_deref().unwrap_or("about:blank") }),
+            )
+            .await?;
+        creating.2 = true;
+        drop(creating);
+        let id = created["targetId"].as_str().unwrap_or_default().to_owned();
+        self.state()
+            .add(&id, marked.as_deref().unwrap_or("about:blank"), "");
         Ok(id)
     }
 
@@ -433,7 +460,6 @@ fn exception_text(details: &Value) -> String {
         .to_owned()
 }
 
-/// OpenClaw's words for a tab reference that names nothing.
 /// OpenClaw's words for a ref the tab's snapshots never gave (what its
 /// `ai` snapshots' refs answer: Playwright finds no such element).
 pub fn unknown_ref(reference: &str) -> Failure {
@@ -446,6 +472,7 @@ pub fn unknown_ref(reference: &str) -> Failure {
     .code("ACT_OPERATION_FAILED")
 }
 
+/// OpenClaw's words for a tab reference that names nothing.
 pub fn tab_not_found(name: Option<&str>) -> Failure {
     match name {
         None => Failure::new(404, "tab not found"),

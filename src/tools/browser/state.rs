@@ -53,6 +53,9 @@ pub struct Refs {
     /// its blank start is `e…` (as OpenClaw's first page is), each later
     /// one `f<page>e…`.
     pub page: u32,
+    /// The document's URL as its navigation committed (the tab's `url`
+    /// also follows the browser's target updates, which can come first).
+    pub url: String,
     /// ref → backend DOM node id.
     pub nodes: HashMap<String, i64>,
     /// backend DOM node id → ref, so a ref stays the same across
@@ -227,9 +230,13 @@ pub struct State {
     /// popups they open, are tabs of ours; the user's own are neither
     /// listed nor touched.
     pub only_ours: bool,
-    /// A route of ours is creating a page now: the blank page that
-    /// appears is that one.
-    pub creating: bool,
+    /// In an attached browser, the marked blank address
+    /// (`about:blank#clawbot-<uuid>`) of the page a route is creating
+    /// now: the page that appears with it is ours, and no other.
+    pub creating: Option<String>,
+    /// Marked addresses of pages whose creation was given up before the
+    /// browser named them (the call timed out): closed when they appear.
+    pub abandoned: VecDeque<String>,
 }
 
 impl State {
@@ -276,13 +283,14 @@ impl State {
 
     /// Whether a page target is ours to list and drive: always, in a
     /// browser we launched; in an attached one, a page we know, the one
-    /// a route is creating, or a popup one of ours opened.
+    /// a route is creating (by its marked address), or a popup one of
+    /// ours opened.
     pub fn ours(&self, info: &Value) -> bool {
         let text = |k: &str| info[k].as_str().unwrap_or_default();
         !self.only_ours
             || self.tab(text("targetId")).is_some()
             || self.tab(text("openerId")).is_some()
-            || (self.creating && matches!(text("url"), "" | "about:blank"))
+            || (!text("url").is_empty() && self.creating.as_deref() == Some(text("url")))
     }
 
     /// Removes what the browser wrote for a download (its guid is its
@@ -297,7 +305,7 @@ impl State {
         }
     }
 
-    fn remove(&mut self, target_id: &str) {
+    pub fn remove(&mut self, target_id: &str) {
         self.tabs.retain(|t| t.target_id != target_id);
         if self.current.as_deref() == Some(target_id) {
             self.current = self.tabs.last().map(|t| t.target_id.clone());
@@ -350,6 +358,16 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
     let session = event.session.as_deref();
     match event.method.as_str() {
         "Target.targetCreated" | "Target.targetInfoChanged" => {
+            let url = p["targetInfo"]["url"].as_str().unwrap_or_default();
+            if let Some(i) = state.abandoned.iter().position(|a| a == url) {
+                state.abandoned.remove(i);
+                cdp.send(
+                    None,
+                    "Target.closeTarget",
+                    json!({ "targetId": p["targetInfo"]["targetId"] }),
+                );
+                return;
+            }
             if let Some(tab) = state.seen(&p["targetInfo"]) {
                 tab.url = p["targetInfo"]["url"]
                     .as_str()
@@ -388,11 +406,12 @@ pub fn observe(state: &std::sync::Mutex<State>, cdp: &Arc<Cdp>, event: &Event) {
             {
                 // A blank start whose refs nobody took does not count as
                 // a page of its own.
-                let blank =
-                    tab.refs.nodes.is_empty() && matches!(tab.url.as_str(), "" | "about:blank");
+                let blank = tab.refs.nodes.is_empty()
+                    && (tab.refs.url.is_empty() || tab.refs.url.starts_with("about:blank"));
                 tab.refs = Refs {
                     document: tab.refs.document + 1,
                     page: tab.refs.page + u32::from(!blank),
+                    url: frame["url"].as_str().unwrap_or_default().to_owned(),
                     ..Refs::default()
                 };
                 tab.url = frame["url"].as_str().unwrap_or_default().to_owned();
@@ -751,6 +770,14 @@ mod tests {
             (tab.refs.document, tab.refs.of(7))
         };
         observe(&state, &cdp, &navigated("about:blank"));
+        // The browser's own word of the new URL may come before the
+        // navigation's.
+        let changed = Event {
+            method: "Target.targetInfoChanged".into(),
+            params: json!({ "targetInfo": { "targetId": "T", "type": "page", "url": "http://a/" } }),
+            session: None,
+        };
+        observe(&state, &cdp, &changed);
         observe(&state, &cdp, &navigated("http://a/"));
         // Two new documents, but the first page a model sees is `e…`.
         assert_eq!(first_ref(&state), (3, "e1".into()));

@@ -432,11 +432,16 @@ pub async fn emulate(ctx: &Ctx<'_>, request: &Request, setting: Setting) -> Resu
             .await?;
         }
         Setting::Geolocation => {
+            // Permissions are the whole profile's: in an attached browser
+            // (the user's) we neither grant nor reset them.
+            let profile_ours = !ctx.state().only_ours;
             if body["clear"] == true {
                 ctx.call(&tab, "Emulation.clearGeolocationOverride", json!({}))
                     .await?;
-                ctx.browser_call("Browser.resetPermissions", json!({}))
-                    .await?;
+                if profile_ours {
+                    ctx.browser_call("Browser.resetPermissions", json!({}))
+                        .await?;
+                }
             } else {
                 let (Some(lat), Some(lon)) =
                     (body["latitude"].as_f64(), body["longitude"].as_f64())
@@ -472,7 +477,7 @@ pub async fn emulate(ctx: &Ctx<'_>, request: &Request, setting: Setting) -> Resu
                     Some(_) => return Err(Failure::new(400, "origin must be an http(s) origin")),
                     None => origin_of(&url).unwrap_or_default(),
                 };
-                if !origin.is_empty() {
+                if profile_ours && !origin.is_empty() {
                     ctx.browser_call(
                         "Browser.grantPermissions",
                         json!({ "permissions": ["geolocation"], "origin": origin }),

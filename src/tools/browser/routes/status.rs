@@ -96,7 +96,11 @@ pub fn profiles(browser: &Browser) -> Value {
         "running": live.is_some(),
         "tabCount": tabs,
         "isDefault": true,
-        "isRemote": browser.options().attach.is_some(),
+        "isRemote": browser
+            .options()
+            .attach
+            .as_deref()
+            .is_some_and(|u| !crate::tools::browser::is_loopback_cdp_url(u)),
         "reconcileReason": null,
     }]})
 }
