@@ -34,6 +34,7 @@ Usage: python3 scripts/bench_openclaw.py [--only 4|5|7|8|14] [--runs N]
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -385,41 +386,54 @@ def bench_browser(runs, per_run=30):
     def start(argv):
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
-    # Paired once, so each timed start is a known node reconnecting.
-    for label, (name, argv) in hosts.items():
-        proc = start(argv)
-        found = []
-        wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
-        openclaw("nodes", "approve", found[-1][0])
-        time.sleep(3)
-        stop_tree(proc, tmp)
     firsts = {label: [] for label in hosts}
     loops = {label: [] for label in hosts}
     rss = {label: [] for label in hosts}
+    running = []  # whatever must stop however this ends
+
+    def stop_all():
+        for p in running:
+            if p.args[:1] == ["node"]:
+                p.kill()
+                p.wait()
+            else:
+                stop_tree(p, tmp)
+        running.clear()
+
     try:
+        # Paired once, so each timed start is a known node reconnecting.
+        for label, (name, argv) in hosts.items():
+            running.append(start(argv))
+            found = []
+            wait_for(lambda: bool(found.append(pending_request(name)) or found[-1]), step=0.5)
+            openclaw("nodes", "approve", found[-1][0])
+            time.sleep(3)
+            stop_all()
         for _ in range(runs):
             for label, (name, argv) in hosts.items():
                 client = subprocess.Popen(["node", BROWSER_BENCH, "first", name, page], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                running.append(client)
                 time.sleep(1)  # connected and waiting for "go"
                 proc = start(argv)
+                running.append(proc)
                 out, err = client.communicate("go\n", timeout=180)
                 if client.returncode != 0:
-                    stop_tree(proc, tmp)
                     sys.exit(f"{label}: {err.strip()}")
                 firsts[label].append(json.loads(out))
                 out = subprocess.run(["node", BROWSER_BENCH, "loop", name, str(per_run)], capture_output=True,
-                                     text=True)
+                                     text=True, timeout=600)
                 if out.returncode != 0:
-                    stop_tree(proc, tmp)
                     sys.exit(f"{label}: {out.stderr.strip()}")
                 loops[label].append(json.loads(out.stdout))
                 time.sleep(2)
                 rss[label].append(split_rss_kib(proc.pid))
-                stop_tree(proc, tmp)
+                stop_all()
                 time.sleep(1)
     finally:
+        stop_all()
         site.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
     for label in hosts:
         f, l, r = firsts[label], loops[label], rss[label]
         print(f"{label}: start → first snapshot " + ", ".join(f"{x['totalMs']/1e3:.2f}" for x in f) + " s "

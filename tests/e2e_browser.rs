@@ -8,8 +8,9 @@
 
 mod common;
 
-use common::browser::{UserBrowser, chromium, ref_after, serve_fixtures};
+use common::browser::{chromium, ref_after, serve_fixtures};
 use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
+use common::user_browser::UserBrowser;
 use serde_json::{Value, json};
 
 /// `openclaw gateway call browser.request` to the node; the route's body.

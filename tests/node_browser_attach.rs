@@ -12,9 +12,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::browser::{UserBrowser, get, http, ok, ref_after, route, serve_fixtures, snapshot};
+use common::browser::{get, ok, ref_after, route, serve_fixtures, snapshot};
 use common::gateway::Config;
 use common::node::connected;
+use common::user_browser::{UserBrowser, http};
 use serde_json::{Value, json};
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {

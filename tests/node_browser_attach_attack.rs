@@ -8,9 +8,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::browser::{Answer, UserBrowser, get, http, ok, route, serve};
+use common::browser::{Answer, get, ok, route, serve};
 use common::gateway::Config;
 use common::node::{connected, payload};
+use common::user_browser::{UserBrowser, http};
 use serde_json::{Value, json};
 
 fn html(body: String) -> Answer {

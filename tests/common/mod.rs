@@ -11,6 +11,8 @@ pub mod gateway;
 pub mod node;
 #[cfg(unix)]
 pub mod systemd;
+#[cfg(target_os = "linux")]
+pub mod user_browser;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
