@@ -47,9 +47,9 @@ OPERATOR = os.path.join(ROOT, "scripts", "bench", "operator.mjs")
 N = int(os.environ.get("BENCH_INVOKES", "1000"))
 
 
-def tree_rss_kib(pid):
-    """RSS of pid and all its descendants, KiB."""
-    children = {}
+def process_table():
+    """({ppid: [pid]}, {pid: executable}) of every process now."""
+    children, exe = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -57,7 +57,17 @@ def tree_rss_kib(pid):
                 ppid = int(stat.rsplit(")", 1)[1].split()[1])
                 children.setdefault(ppid, []).append(int(entry))
             except (OSError, ValueError):
+                continue
+            try:
+                exe[int(entry)] = os.readlink(f"/proc/{entry}/exe")
+            except OSError:
                 pass
+    return children, exe
+
+
+def tree_rss_kib(pid):
+    """RSS of pid and all its descendants, KiB."""
+    children, _ = process_table()
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
@@ -312,16 +322,7 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures", "browser")
 def split_rss_kib(pid):
     """(node host, browser) RSS of pid's tree, KiB: the browser is every
     process whose executable is Chromium's, and everything under it."""
-    children, comm = {}, {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-                comm[int(entry)] = os.readlink(f"/proc/{entry}/exe")
-            except (OSError, ValueError):
-                pass
+    children, comm = process_table()
     host = browser = 0
     todo = [(pid, False)]
     while todo:
