@@ -42,13 +42,19 @@ fn call(node: &str, method: &str, path: &str, body: Value, query: Value) -> Resu
     }
 }
 
-fn browser_node(name: &str) -> RealNode {
+/// A node named `name` whose browser is Debian's Chromium, or (`attach`)
+/// the one at that DevTools address; local pages and risky acts allowed.
+fn browser_node(name: &str, attach: Option<&str>) -> RealNode {
     let browser = chromium();
+    let (flag, value) = match attach {
+        Some(url) => ("--browser-cdp-url", url),
+        None => ("--browser", browser.as_str()),
+    };
     let node = RealNode::start(
         name,
         &[
-            "--browser",
-            &browser,
+            flag,
+            value,
             "--browser-private-network",
             "--approval",
             "allow",
@@ -58,42 +64,52 @@ fn browser_node(name: &str) -> RealNode {
     node
 }
 
-#[test]
-#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
-fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
-    let site = serve_fixtures();
-    let node = browser_node("e2e-browser");
-    let n = "e2e-browser";
+/// Opens the test page on `node`, clicks its "Change text" button by the
+/// ref an ai snapshot gave, and reads the page's changed text: the tab
+/// opened and that snapshot's text.
+fn open_and_click(node: &str, site: &str) -> (Value, String) {
     let tab = request(
-        n,
+        node,
         "POST",
         "/tabs/open",
         json!({ "url": format!("{site}/index.html") }),
         json!({}),
     );
-    assert_eq!(tab["title"], "Clawbot test page", "{tab}");
     let shot = request(
-        n,
+        node,
         "GET",
         "/snapshot",
         json!(null),
         json!({ "format": "ai" }),
     );
-    let text = shot["snapshot"].as_str().unwrap();
-    let change = ref_after(text, "button \"Change text\"");
+    let text = shot["snapshot"].as_str().unwrap().to_owned();
+    let change = ref_after(&text, "button \"Change text\"");
     let clicked = request(
-        n,
+        node,
         "POST",
         "/act",
         json!({ "kind": "click", "ref": change }),
         json!({}),
     );
     assert_eq!(clicked["ok"], true, "{clicked}");
-    let page = request(n, "GET", "/text", json!(null), json!({}));
+    assert_eq!(clicked["targetId"], tab["targetId"], "{clicked}");
+    let page = request(node, "GET", "/text", json!(null), json!({}));
     assert!(
         page["text"].as_str().unwrap().contains("Text changed."),
         "{page}"
     );
+    (tab, text)
+}
+
+#[test]
+#[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
+fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
+    let site = serve_fixtures();
+    let node = browser_node("e2e-browser", None);
+    let n = "e2e-browser";
+    let (tab, text) = open_and_click(n, &site);
+    assert_eq!(tab["title"], "Clawbot test page", "{tab}");
+    let text = text.as_str();
     // The screenshot and the PDF arrive in the gateway's own media store.
     let shot = request(n, "POST", "/screenshot", json!({}), json!({}));
     let path = shot["path"].as_str().unwrap();
@@ -154,7 +170,7 @@ fn e2e_the_operator_drives_the_nodes_browser_through_the_gateway() {
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_an_agent_uses_the_browser_on_the_node_for_a_small_task() {
     let site = serve_fixtures();
-    let node = browser_node("e2e-agent-browser");
+    let node = browser_node("e2e-agent-browser", None);
     // The turn's caller holds operator.admin (a Control UI user), which
     // OpenClaw requires of a browser call routed to a node.
     let agent = |args: Value| {
@@ -337,7 +353,7 @@ fn e2e_our_answers_are_openclaw_node_runs_on_the_same_page() {
             "profiles": { "openclaw": { "cdpPort": cdp_port } },
         } }),
     );
-    let ours = browser_node("e2e-cmp-ours");
+    let ours = browser_node("e2e-cmp-ours", None);
     theirs.approve();
     let expected = session_on("e2e-cmp-openclaw", &site);
     let got = session_on("e2e-cmp-ours", &site);
@@ -360,47 +376,10 @@ fn e2e_the_operator_drives_a_browser_the_node_attached_to() {
     let site = serve_fixtures();
     let user = UserBrowser::start(&format!("{site}/second.html"));
     let endpoint = format!("http://127.0.0.1:{}", user.port);
-    let node = RealNode::start(
-        "e2e-attached",
-        &[
-            "--browser-cdp-url",
-            &endpoint,
-            "--browser-private-network",
-            "--approval",
-            "allow",
-        ],
-    );
-    node.approve_surface();
+    let _node = browser_node("e2e-attached", Some(&endpoint));
     let n = "e2e-attached";
-    let tab = request(
-        n,
-        "POST",
-        "/tabs/open",
-        json!({ "url": format!("{site}/index.html") }),
-        json!({}),
-    );
+    let (tab, _) = open_and_click(n, &site);
     assert_eq!(tab["tabId"], "t1", "{tab}");
-    let shot = request(
-        n,
-        "GET",
-        "/snapshot",
-        json!(null),
-        json!({ "format": "ai" }),
-    );
-    let change = ref_after(shot["snapshot"].as_str().unwrap(), "button \"Change text\"");
-    let clicked = request(
-        n,
-        "POST",
-        "/act",
-        json!({ "kind": "click", "ref": change }),
-        json!({}),
-    );
-    assert_eq!(clicked["ok"], true, "{clicked}");
-    let page = request(n, "GET", "/text", json!(null), json!({}));
-    assert!(
-        page["text"].as_str().unwrap().contains("Text changed."),
-        "{page}"
-    );
     // The user's own tab is not the agent's.
     let tabs = request(n, "GET", "/tabs", json!(null), json!({}));
     assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");

@@ -15,16 +15,8 @@ use std::time::{Duration, Instant};
 use common::browser::{get, ok, ref_after, route, serve_fixtures, snapshot};
 use common::gateway::Config;
 use common::node::connected;
-use common::user_browser::{UserBrowser, http};
+use common::user_browser::{UserBrowser, http, wait_until};
 use serde_json::{Value, json};
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_attached_browser_is_driven_only_through_the_tabs_we_open() {

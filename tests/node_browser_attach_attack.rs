@@ -8,39 +8,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::browser::{Answer, get, ok, route, serve};
+use common::browser::{get, html, ok, peak_mib, route, route_in, serve};
 use common::gateway::Config;
 use common::node::{connected, payload};
-use common::user_browser::{UserBrowser, http};
+use common::user_browser::{UserBrowser, http, wait_until};
 use serde_json::{Value, json};
-
-fn html(body: String) -> Answer {
-    (
-        "200 OK",
-        "Content-Type: text/html; charset=utf-8\r\n".into(),
-        body.into_bytes(),
-    )
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A route with the agent's own `timeoutMs`.
-async fn route_in(
-    gw: &common::gateway::FakeGateway,
-    method: &str,
-    path: &str,
-    body: Value,
-    ms: u64,
-) -> Value {
-    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": ms, "errorEnvelope": "browser-v1" });
-    payload(&gw.invoke("browser.proxy", params).await)
-}
 
 /// A `/tabs/open` whose time runs out while the browser creates the page
 /// (the agent names the time) leaves no page behind in the user's
@@ -199,17 +171,6 @@ self.addEventListener('fetch', (e) => e.respondWith(fetch(e.request)));"
     assert!(user.alive());
 }
 
-/// The node's peak resident memory so far, in MiB.
-fn peak_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        >> 10
-}
-
 /// A hostile "browser" answers the first exchange, then floods
 /// `Target.attachedToTarget` events and never answers what the node sends
 /// back: the node cuts it off and its memory stays bounded. (Found by the
@@ -311,7 +272,6 @@ async fn a_flood_of_attach_events_is_cut_off_with_memory_bounded() {
 /// downloads there, so a page dropped files into the user's folder.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_page_we_open_writes_nothing_into_the_users_downloads() {
-    use std::os::unix::process::CommandExt;
     let page = r#"<!doctype html><title>drop</title><body>
 <a id="a" href="/payload.bin" download="dropped-by-agent-page.sh">x</a>
 <script>document.getElementById('a').click()</script>drop</body>"#;
@@ -325,42 +285,9 @@ async fn a_page_we_open_writes_nothing_into_the_users_downloads() {
         }
         html(page.into())
     });
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(home.join("Downloads")).unwrap();
-    let mut child = std::process::Command::new(common::browser::chromium())
-        .args([
-            "--headless=new",
-            "--no-sandbox",
-            "--no-first-run",
-            "--disable-dev-shm-usage",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile").display()
-        ))
-        .arg("data:text/html,<title>user</title>user")
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let active = dir.path().join("profile/DevToolsActivePort");
-    let mut port = 0u16;
-    wait_until("the user's browser started", || {
-        port = std::fs::read_to_string(&active)
-            .ok()
-            .and_then(|t| t.lines().next().and_then(|l| l.parse().ok()))
-            .unwrap_or(0);
-        port != 0
-    });
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let user = UserBrowser::start("data:text/html,<title>user</title>user");
+    let home = user.home.clone();
+    let endpoint = format!("http://127.0.0.1:{}", user.port);
     let (gw, _node) = connected(
         Config::default(),
         &[
@@ -389,10 +316,7 @@ async fn a_page_we_open_writes_nothing_into_the_users_downloads() {
             }
         }
     }
-    unsafe {
-        libc::kill(-(child.id() as i32), libc::SIGKILL);
-    }
-    let _ = child.wait();
+    drop(user);
     assert!(
         found.is_empty(),
         "a page the agent opened wrote into the user's home: {found:?}"

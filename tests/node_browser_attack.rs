@@ -10,22 +10,13 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::browser::{Answer, browser_node, chromium, serve};
+use common::browser::{browser_node, chromium, html, peak_mib, route_in, serve};
 use common::gateway::FakeGateway;
 use common::node::payload;
 use serde_json::{Value, json};
 
-fn html(body: String) -> Answer {
-    (
-        "200 OK",
-        "Content-Type: text/html; charset=utf-8\r\n".into(),
-        body.into_bytes(),
-    )
-}
-
 async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
-    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 12000, "errorEnvelope": "browser-v1" });
-    payload(&gw.invoke("browser.proxy", params).await)
+    route_in(gw, method, path, body, 12_000).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -153,17 +144,6 @@ for (let i = 0; i < 3; i++) {
         "{left} bytes of downloads nobody asked for stay in {}",
         downloads.display()
     );
-}
-
-/// The node's peak resident memory so far, in MiB.
-fn peak_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        >> 10
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -120,9 +120,33 @@ pub fn ref_after(snapshot: &str, needle: &str) -> String {
 
 /// One proxied route; the node's payload.
 pub async fn route(gw: &FakeGateway, method: &str, path: &str, body: Value) -> Value {
-    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": 20000, "errorEnvelope": "browser-v1" });
-    let answer = gw.invoke("browser.proxy", params).await;
-    payload(&answer)
+    route_in(gw, method, path, body, 20_000).await
+}
+
+/// The same with the agent's own `timeoutMs`.
+pub async fn route_in(gw: &FakeGateway, method: &str, path: &str, body: Value, ms: u64) -> Value {
+    let params = json!({ "method": method, "path": path, "body": body, "timeoutMs": ms, "errorEnvelope": "browser-v1" });
+    payload(&gw.invoke("browser.proxy", params).await)
+}
+
+/// A page's answer for [`serve`].
+pub fn html(body: String) -> Answer {
+    (
+        "200 OK",
+        "Content-Type: text/html; charset=utf-8\r\n".into(),
+        body.into_bytes(),
+    )
+}
+
+/// A process's peak resident memory so far, in MiB.
+pub fn peak_mib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        >> 10
 }
 
 /// A route that must succeed; its result.

@@ -15,12 +15,15 @@ use super::browser::chromium;
 pub struct UserBrowser {
     child: Child,
     pub port: u16,
+    /// Its user's home (where its Downloads go).
+    pub home: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl UserBrowser {
     pub fn start(first_page: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home/Downloads")).unwrap();
         let child = Command::new(chromium())
             .args([
                 "--headless=new",
@@ -35,6 +38,7 @@ impl UserBrowser {
                 dir.path().join("profile").display()
             ))
             .arg(first_page)
+            .env("HOME", dir.path().join("home"))
             .env("XDG_CONFIG_HOME", dir.path().join("config"))
             .env("XDG_CACHE_HOME", dir.path().join("cache"))
             .stdin(Stdio::null())
@@ -48,6 +52,7 @@ impl UserBrowser {
         let mut user = UserBrowser {
             child,
             port: 0,
+            home: dir.path().join("home"),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -125,4 +130,13 @@ pub fn http(port: u16, method: &str, path: &str) -> String {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     String::from_utf8(body).unwrap()
+}
+
+/// Waits (15 s at most) until `done`.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
