@@ -10,7 +10,7 @@ mod common;
 
 use base64::Engine;
 use common::browser::{
-    browser_node, chromium, get, ok, ref_after, route, serve_fixtures, snapshot,
+    browser_node, chromium, get, ok, open_first_tab, ref_after, route, serve_fixtures, snapshot,
 };
 use common::gateway::Config;
 use common::node::{connected, payload};
@@ -36,21 +36,9 @@ async fn a_whole_small_task_open_read_fill_submit_screenshot() {
 
     let status = get(&gw, "/", json!({})).await;
     assert_eq!(status["running"], false);
-    let tab = ok(
-        &gw,
-        "POST",
-        "/tabs/open",
-        json!({ "url": format!("{site}/index.html") }),
-    )
-    .await;
-    // No blank tab of the browser's own beside it: the first is t1, as
-    // OpenClaw's first is.
-    assert_eq!(tab["tabId"], "t1", "{tab}");
-    let tabs = get(&gw, "/tabs", json!({})).await;
-    assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");
+    let tab = open_first_tab(&gw, &format!("{site}/index.html")).await;
     assert_eq!(tab["title"], "Clawbot test page");
     let status = get(&gw, "/", json!({})).await;
-    assert_eq!(status["running"], true);
     let pid = status["pid"].as_u64().unwrap();
     // What the browser writes beyond its profile (its crash reports
     // database) stays in our state directory, not the user's ~/.config.

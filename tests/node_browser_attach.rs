@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::browser::{get, ok, ref_after, route, serve_fixtures, snapshot};
+use common::browser::{get, ok, open_first_tab, ref_after, route, serve_fixtures, snapshot};
 use common::gateway::Config;
 use common::node::connected;
 use common::user_browser::{UserBrowser, http, wait_until};
@@ -74,17 +74,7 @@ async fn an_attached_browser_is_driven_only_through_the_tabs_we_open() {
     assert_eq!(status["pid"], Value::Null);
 
     // The user's tab is not ours: not listed, not touched.
-    let tab = ok(
-        &gw,
-        "POST",
-        "/tabs/open",
-        json!({ "url": format!("{site}/index.html") }),
-    )
-    .await;
-    assert_eq!(tab["tabId"], "t1", "{tab}");
-    let tabs = get(&gw, "/tabs", json!({})).await;
-    assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");
-    assert_eq!(get(&gw, "/", json!({})).await["running"], true);
+    open_first_tab(&gw, &format!("{site}/index.html")).await;
 
     // The whole act: read, click a ref, read what the page did.
     let text = snapshot(&gw).await;

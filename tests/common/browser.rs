@@ -167,3 +167,15 @@ pub async fn snapshot(gw: &FakeGateway) -> String {
     let s = get(gw, "/snapshot", json!({ "format": "ai" })).await;
     s["snapshot"].as_str().unwrap().to_owned()
 }
+
+/// Opens `url` as the browser's first tab: `t1` and the only one listed
+/// (no blank tab of the browser's own beside it, as OpenClaw's first is
+/// `t1`), the browser running after it. The tab.
+pub async fn open_first_tab(gw: &FakeGateway, url: &str) -> Value {
+    let tab = ok(gw, "POST", "/tabs/open", json!({ "url": url })).await;
+    assert_eq!(tab["tabId"], "t1", "{tab}");
+    let tabs = get(gw, "/tabs", json!({})).await;
+    assert_eq!(tabs["tabs"].as_array().unwrap().len(), 1, "{tabs}");
+    assert_eq!(get(gw, "/", json!({})).await["running"], true);
+    tab
+}
