@@ -424,25 +424,9 @@ impl Browser {
                 // pages' own frames and workers attach through them).
                 auto["filter"] = json!([{ "type": "page" }]);
             }
+            // (Auto-attach takes the pages already there too: none in a
+            // browser we launch, which opens no window of its own.)
             cdp.call(None, "Target.setAutoAttach", auto, t).await?;
-            if !launched {
-                return Ok(());
-            }
-            // Pages that were there before auto-attach (the first blank
-            // tab) are attached by hand.
-            let targets = cdp.call(None, "Target.getTargets", json!({}), t).await?;
-            for info in targets["targetInfos"].as_array().into_iter().flatten() {
-                if info["type"] == "page" && info["attached"] != true {
-                    let _ = cdp
-                        .call(
-                            None,
-                            "Target.attachToTarget",
-                            json!({ "targetId": info["targetId"], "flatten": true }),
-                            t,
-                        )
-                        .await;
-                }
-            }
             Ok::<(), CdpError>(())
         };
         match steps.await {
