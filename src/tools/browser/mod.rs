@@ -57,8 +57,8 @@ pub mod fuzz {
 pub const PROFILE: &str = "openclaw";
 /// A proxy call's time when the gateway names none (OpenClaw's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
-/// New targets being prepared at once, at most (a page opening frames and
-/// workers by the hundred stays far below).
+/// New targets being prepared at once, at most; one more stays paused
+/// (never runs) until the browser ends it.
 const MAX_PREPARING: usize = 256;
 /// The time a browser has to start and answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -373,16 +373,23 @@ impl Browser {
             }
             state::observe(&hook_state, cdp, event);
             if event.method == "Target.attachedToTarget" {
-                // Each new target is prepared by a task of its own; a
-                // browser (or an endpoint posing as one) announcing more
-                // than we can hold is cut off, not followed.
+                // Each new target is prepared by a task of its own, up to
+                // MAX_PREPARING at once. One more (a page adding frames of
+                // a site that hangs, an endpoint flooding attach events)
+                // is left as the browser gave it: paused before its first
+                // instruction, so it runs nothing and needs no guard, and
+                // holds nothing of ours. The agent's session goes on.
                 use std::sync::atomic::Ordering;
                 if preparing.fetch_add(1, Ordering::Relaxed) >= MAX_PREPARING {
                     preparing.fetch_sub(1, Ordering::Relaxed);
-                    crate::shared::log::warn(&format!(
-                        "browser: more than {MAX_PREPARING} new targets at once; closing the connection"
-                    ));
-                    cdp.close();
+                    // At debug level: a page can do this any number of times.
+                    crate::shared::log::log_as(
+                        crate::shared::log::Level::Debug,
+                        "",
+                        &format!(
+                            "browser: {MAX_PREPARING} new targets being prepared; one more stays paused"
+                        ),
+                    );
                     return;
                 }
                 let (cdp, reach) = (Arc::clone(cdp), reach.clone());
