@@ -59,6 +59,8 @@ pub const MAX_LIMIT: usize = 5_000;
 /// a runtime worker's stack, and a page nests as deep as its script
 /// likes; Chromium's own parser stops nesting at 512).
 const MAX_NESTING: usize = 512;
+/// The characters a name, value or text line shows at most.
+const MAX_TEXT: usize = 500;
 
 /// How to render.
 #[derive(Debug, Clone)]
@@ -192,7 +194,29 @@ fn element(node: &Value) -> Element<'_> {
 
 /// Quotes a name as the ai form shows it.
 fn quoted(name: &str) -> String {
-    serde_json::to_string(name).unwrap_or_default()
+    serde_json::to_string(&readable(name)).unwrap_or_default()
+}
+
+/// A name, value or text as the model reads it: cut to [`MAX_TEXT`]
+/// characters (one long label cannot push the rest of the page past
+/// `maxChars`), and the characters that reorder or hide text on display
+/// (bidi overrides, isolates, marks) written out as `\u202e` — a page
+/// cannot make "Cancel" read "Pay".
+fn readable(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_TEXT {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 struct Render<'a, 'r> {
@@ -261,7 +285,7 @@ impl<'a> Render<'a, '_> {
             if !self.options.interactive {
                 let t = str_of(&node["name"]).trim().to_owned();
                 if !t.is_empty() {
-                    self.line(depth, &format!("- text: {t}"));
+                    self.line(depth, &format!("- text: {}", readable(&t)));
                 }
             }
             return None;
@@ -307,7 +331,7 @@ impl<'a> Render<'a, '_> {
                 .or_else(|| Some(inline.trim().to_owned()).filter(|t| !t.is_empty()));
             let nested = !only_text || e.url.is_some();
             match (&value, nested && !self.options.interactive) {
-                (Some(v), _) => text.push_str(&format!(": {v}")),
+                (Some(v), _) => text.push_str(&format!(": {}", readable(v))),
                 (None, true) if !children.is_empty() || e.url.is_some() => text.push(':'),
                 _ => {}
             }
@@ -319,13 +343,12 @@ impl<'a> Render<'a, '_> {
             if let Some(reference) = reference {
                 let mut entry = json!({ "role": e.role });
                 if !e.name.is_empty() {
-                    entry["name"] = json!(e.name);
+                    entry["name"] = json!(readable(e.name));
                 }
                 self.out.refs.insert(reference.clone(), entry);
-                let mut node =
-                    json!({ "ref": reference, "role": e.role, "name": e.name, "depth": depth });
+                let mut node = json!({ "ref": reference, "role": e.role, "name": readable(e.name), "depth": depth });
                 if let Some(v) = e.value {
-                    node["value"] = json!(v);
+                    node["value"] = json!(readable(v));
                 }
                 if let Some(d) = e.description {
                     node["description"] = json!(d);
@@ -473,6 +496,24 @@ mod tests {
         // The same document, snapshot again: the same refs.
         let again = render(&page(), &mut r, &Options::default());
         assert_eq!(again.text, s.text);
+    }
+
+    #[test]
+    fn a_long_or_reordering_name_cannot_hide_or_disguise_the_page() {
+        let mut nodes = page();
+        // One 50,000-character label before the form, a name that reads
+        // backwards on display.
+        nodes[2]["name"]["value"] = json!("x".repeat(50_000));
+        nodes[10]["name"]["value"] = json!("Cancel \u{202e}yaP");
+        let s = render(&nodes, &mut refs(), &Options::default());
+        assert!(
+            s.text.contains(&format!("\"{}…\"", "x".repeat(MAX_TEXT))),
+            "{}",
+            s.text
+        );
+        assert!(s.text.contains("button \"Place order\""), "{}", s.text);
+        assert!(s.text.contains("\"Cancel \\\\u202eyaP\""), "{}", s.text);
+        assert!(!s.text.contains('\u{202e}'));
     }
 
     #[test]
