@@ -84,25 +84,26 @@ impl Node {
     }
 }
 
-/// The capability families the declared commands belong to: OpenClaw's
-/// own host commands are `system` (as its node host files them), the
-/// browser's `browser` (what the gateway looks for in a browser node),
-/// the seed's tools `file`.
+/// The capability families the declared commands belong to, in a fixed
+/// order: OpenClaw's own host commands are `system` (as its node host
+/// files them), the browser's `browser` (what the gateway looks for in a
+/// browser node), the seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
-    let openclaws =
-        |c: &String| c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload";
-    let browsers = |c: &String| c.starts_with("browser.");
-    let mut caps = Vec::new();
-    if declared.iter().any(openclaws) {
-        caps.push("system".to_owned());
+    const ORDER: [&str; 3] = ["system", "file", "browser"];
+    ORDER
+        .into_iter()
+        .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The family one command belongs to.
+fn cap_of(command: &str) -> &'static str {
+    match command {
+        c if c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload" => "system",
+        c if c.starts_with("browser.") => "browser",
+        _ => "file",
     }
-    if declared.iter().any(|c| !openclaws(c) && !browsers(c)) {
-        caps.push("file".to_owned());
-    }
-    if declared.iter().any(browsers) {
-        caps.push("browser".to_owned());
-    }
-    caps
 }
 
 #[cfg(test)]

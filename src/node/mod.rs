@@ -182,7 +182,12 @@ impl Node {
         };
         let tools = tools::setup::hands(
             &setup,
-            tools::declared_commands(options.commands.as_deref(), browser.is_some())?,
+            tools::declared_commands(
+                options.commands.as_deref(),
+                &tools::Offer {
+                    browser: browser.is_some(),
+                },
+            )?,
         )?;
         let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)

@@ -118,13 +118,23 @@ impl Tool {
         }
     }
 
-    /// Whether this machine can offer it at all (`browser`: a browser
-    /// was found or named).
-    fn available(self, browser: bool) -> bool {
+    /// Whether this machine can offer it at all, given what its owner
+    /// turned on.
+    fn available(self, offer: &Offer) -> bool {
         match self {
             Tool::Notify => host::can_notify(),
-            Tool::BrowserProxy | Tool::BrowserUpload => browser,
+            Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
             _ => true,
+        }
+    }
+
+    /// What the owner must do for it to be offered, when it is not.
+    fn needs(self) -> Option<&'static str> {
+        match self {
+            Tool::BrowserProxy | Tool::BrowserUpload => {
+                Some("a browser, and none was found or named (--browser PATH)")
+            }
+            _ => None,
         }
     }
 
@@ -133,17 +143,25 @@ impl Tool {
     }
 }
 
-/// Every command this machine can offer without a browser, by name.
-#[cfg(test)]
-pub fn available_commands() -> Vec<String> {
-    offered(false)
+/// What the node's owner turned on beyond the commands every node has:
+/// the families that need a program found here or the owner's consent.
+#[derive(Debug, Clone, Default)]
+pub struct Offer {
+    /// A browser was found or named (`browser.proxy`).
+    pub browser: bool,
 }
 
-/// Every command this machine can offer (`browser`: with one).
-fn offered(browser: bool) -> Vec<String> {
+/// Every command this machine offers with nothing turned on, by name.
+#[cfg(test)]
+pub fn available_commands() -> Vec<String> {
+    offered(&Offer::default())
+}
+
+/// Every command this machine can offer, given what is turned on.
+fn offered(offer: &Offer) -> Vec<String> {
     Tool::ALL
         .iter()
-        .filter(|c| c.available(browser))
+        .filter(|c| c.available(offer))
         .map(|c| c.name().to_owned())
         .collect()
 }
@@ -157,8 +175,8 @@ pub fn streams_output(command: &str) -> bool {
 /// The declared surface: every available command, or (`--commands`, as
 /// `openclaw node run --commands` does) those of `only` that are available.
 /// Nothing left is an error, and so is a name this node has never heard of.
-pub fn declared_commands(only: Option<&[String]>, browser: bool) -> Result<Vec<String>, String> {
-    let available = offered(browser);
+pub fn declared_commands(only: Option<&[String]>, offer: &Offer) -> Result<Vec<String>, String> {
+    let available = offered(offer);
     let Some(only) = only else {
         return Ok(available);
     };
@@ -168,10 +186,11 @@ pub fn declared_commands(only: Option<&[String]>, browser: bool) -> Result<Vec<S
             available.join(", ")
         ));
     }
-    if let Some(name) = only.iter().find(|n| n.starts_with("browser.") && !browser) {
-        return Err(format!(
-            "--commands: {name} needs a browser, and none was found or named (--browser PATH)"
-        ));
+    for name in only {
+        let tool = Tool::parse(name).expect("checked above");
+        if let Some(need) = tool.needs().filter(|_| !tool.available(offer)) {
+            return Err(format!("--commands: {name} needs {need}"));
+        }
     }
     let kept: Vec<String> = available.into_iter().filter(|n| only.contains(n)).collect();
     if kept.is_empty() {
@@ -339,15 +358,7 @@ impl Tools {
         let max = inv.max_bytes;
         let name = command.name();
         let mut grant = None;
-        let safe = Call {
-            command: name.to_owned(),
-            risk: Risk::Safe,
-            summary: name.to_owned(),
-            exec: None,
-            agent: None,
-            upstream: false,
-            one_shot: false,
-        };
+        let safe = Call::plain(name, Risk::Safe, name.to_owned());
         // `stops_itself`: a command stops its process tree on cancel (TERM,
         // grace, KILL); other work is simply abandoned.
         let (call, work, stops_itself): (Call, Work<'_>, bool) = match command {
@@ -418,15 +429,11 @@ impl Tools {
             }
             Tool::WriteFile => {
                 let p: fs::WriteFile = typed(&params)?;
-                let call = Call {
-                    command: name.to_owned(),
-                    risk: Risk::Risky,
-                    summary: format!("write_file: {} ({} bytes)", p.path, p.content.len()),
-                    exec: None,
-                    agent: None,
-                    upstream: false,
-                    one_shot: false,
-                };
+                let call = Call::plain(
+                    name,
+                    Risk::Risky,
+                    format!("write_file: {} ({} bytes)", p.path, p.content.len()),
+                );
                 (
                     call,
                     Box::pin(self.blocking(move |ws| fs::write_file(ws, p))),
@@ -466,20 +473,16 @@ impl Tools {
             }
             Tool::Upload => {
                 let p: host::Upload = typed(&params)?;
-                let call = Call {
-                    command: name.to_owned(),
-                    risk: Risk::Risky,
-                    summary: format!(
+                let call = Call::plain(
+                    name,
+                    Risk::Risky,
+                    format!(
                         "terminal.upload: {} into {}/ ({} bytes of base64)",
                         p.file_name()?,
                         host::UPLOAD_DIR,
                         p.content_base64.len()
                     ),
-                    exec: None,
-                    agent: None,
-                    upstream: false,
-                    one_shot: false,
-                };
+                );
                 (
                     call,
                     Box::pin(self.blocking(move |ws| host::upload(ws, p))),
@@ -489,15 +492,7 @@ impl Tools {
             Tool::BrowserProxy | Tool::BrowserUpload => {
                 let request = browser::Request::parse(&params, command == Tool::BrowserUpload)?;
                 let (risk, summary) = browser::classify(&request);
-                let call = Call {
-                    command: name.to_owned(),
-                    risk,
-                    summary,
-                    exec: None,
-                    agent: None,
-                    upstream: false,
-                    one_shot: false,
-                };
+                let call = Call::plain(name, risk, summary);
                 let tools = Arc::clone(self);
                 // The caller's time counts from now: what an approval took
                 // is not given back to the route.

@@ -84,6 +84,21 @@ pub struct Call {
     pub one_shot: bool,
 }
 
+impl Call {
+    /// A call of one of our own commands that runs no program.
+    pub fn plain(command: &str, risk: Risk, summary: String) -> Self {
+        Self {
+            command: command.to_owned(),
+            risk,
+            summary,
+            exec: None,
+            agent: None,
+            upstream: false,
+            one_shot: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exec {
     pub executable: PathBuf,
