@@ -625,28 +625,9 @@ fn remote_text(arg: &Value) -> String {
     }
 }
 
-/// Milliseconds since the epoch as an ISO time.
+/// Milliseconds since the epoch as an ISO time (now when absent).
 fn iso_time(ms: Option<f64>) -> String {
-    let ms = ms.unwrap_or_else(|| crate::shared::clock::now_ms() as f64) as i64;
-    let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    crate::shared::clock::iso(ms.unwrap_or_else(|| crate::shared::clock::now_ms() as f64) as i64)
 }
 
 #[cfg(test)]
