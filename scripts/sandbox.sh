@@ -140,7 +140,8 @@ config() {
 { "gateway": { "mode": "local", "port": $port, "bind": "$bind_mode", $bind_json
                $tls_json
                "auth": { "mode": "token", "token": "$token" },
-               "nodes": { "commands": { "allow": ["read_file", "write_file", "list_files", "search_files", "read_config", "validate_config", "run_command", "system_info"] },
+               "nodes": { "commands": { "allow": ["read_file", "write_file", "list_files", "search_files", "read_config", "validate_config", "run_command", "system_info",
+                                                     "camera.snap", "camera.clip"] },
                           "pairing": { "autoApproveLocal": ${CLAWBOT_SANDBOX_AUTO_APPROVE:-true} } } },
   "update": { "checkOnStart": false }, "telemetry": { "enabled": false },
   "logging": { "file": "$run/logs/openclaw.log" },

@@ -206,6 +206,28 @@ pub struct BrowserArgs {
     pub browser_cdp_url: Option<String>,
 }
 
+/// What the node may sense for agents: off unless the owner turns it on,
+/// as OpenClaw's Linux node host (`plugins.entries.linux-node.config`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SensorArgs {
+    /// Offer this machine's cameras (`camera.list`, `camera.snap`,
+    /// `camera.clip`) through FFmpeg over V4L2 (Linux, ffmpeg on PATH), as
+    /// OpenClaw's `camera.enabled`. Each photo or clip is a risky call:
+    /// asked, or pre-approved with --allow-command camera.snap.
+    #[arg(long)]
+    pub camera: bool,
+
+    /// Let a clip record the microphone too (PulseAudio's default source);
+    /// without it clips are silent and say so (`hasAudio: false`).
+    #[arg(long, requires = "camera")]
+    pub camera_audio: bool,
+
+    /// Offer where this machine is (`location.get`) through GeoClue's
+    /// where-am-i (Linux), as OpenClaw's `location.enabled`.
+    #[arg(long)]
+    pub location: bool,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -284,6 +306,9 @@ pub struct NodeArgs {
 
     #[command(flatten)]
     pub browser: BrowserArgs,
+
+    #[command(flatten)]
+    pub sensors: SensorArgs,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

@@ -405,7 +405,7 @@ async fn the_service_keeps_the_log_flags_it_was_installed_with() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
+async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() {
     let gw = FakeGateway::start(Config::default()).await;
     // A browser named by path (a stand-in: install only checks it is there).
     let dir = tempfile::tempdir().unwrap();
@@ -423,6 +423,9 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
             "intranet.example",
             "--browser-evaluate",
             "--browser-headed",
+            "--camera",
+            "--camera-audio",
+            "--location",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -438,6 +441,7 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
         " --browser-allow-host intranet.example",
         " --browser-evaluate",
         " --browser-headed",
+        " --camera --camera-audio --location",
     ] {
         assert!(exec.contains(flag), "{flag}: {exec}");
     }
@@ -448,6 +452,10 @@ async fn the_service_keeps_the_browser_flags_it_was_installed_with() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--browser"), "{unit}");
+    assert!(
+        !unit.contains("--camera") && !unit.contains("--location"),
+        "{unit}"
+    );
     // An attached browser's address may carry a token: it is kept with
     // the secrets (the private env file), never on the command line.
     let attached = FakeSystemd::new();

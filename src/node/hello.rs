@@ -89,7 +89,7 @@ impl Node {
 /// files them), the browser's `browser` (what the gateway looks for in a
 /// browser node), the seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 3] = ["system", "file", "browser"];
+    const ORDER: [&str; 5] = ["system", "file", "browser", "camera", "location"];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -102,6 +102,8 @@ fn cap_of(command: &str) -> &'static str {
     match command {
         c if c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload" => "system",
         c if c.starts_with("browser.") => "browser",
+        c if c.starts_with("camera.") => "camera",
+        "location.get" => "location",
         _ => "file",
     }
 }
@@ -135,6 +137,10 @@ mod tests {
         assert_eq!(
             caps(&declared(&["browser.proxy", "browser.proxy.upload.v1"])),
             ["browser"]
+        );
+        assert_eq!(
+            caps(&declared(&["location.get", "camera.snap", "camera.list"])),
+            ["camera", "location"]
         );
     }
 }

@@ -79,6 +79,8 @@ pub struct Options {
     pub mcp: crate::tools::mcp_client::Setup,
     /// `--browser` and its rules.
     pub browser: crate::cli::BrowserArgs,
+    /// Cameras and location, when the owner turned them on.
+    pub sensors: crate::cli::SensorArgs,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -170,6 +172,10 @@ struct Node {
 impl Node {
     fn start(options: Options) -> Result<Self, String> {
         let browser = browser_options(&options.browser, &options.state_dir)?;
+        let offer = tools::Offer {
+            browser: browser.is_some(),
+            ..sensors_offer(&options.sensors)
+        };
         let setup = tools::setup::Setup {
             state_dir: &options.state_dir,
             workspace: &options.workspace,
@@ -179,15 +185,11 @@ impl Node {
             asker: "OpenClaw",
             gateway: true,
             browser: browser.clone(),
+            offer: offer.clone(),
         };
         let tools = tools::setup::hands(
             &setup,
-            tools::declared_commands(
-                options.commands.as_deref(),
-                &tools::Offer {
-                    browser: browser.is_some(),
-                },
-            )?,
+            tools::declared_commands(options.commands.as_deref(), &offer)?,
         )?;
         let lock = lock::StateLock::acquire(&options.state_dir)?;
         let identity = Identity::load_or_create(&options.state_dir)
@@ -249,6 +251,34 @@ impl Node {
 /// The browser `browser.proxy` drives: the one named, else the first
 /// found (none found: the commands are not declared, as OpenClaw's node
 /// host leaves them out without a browser); `off`: none.
+/// The sensors the owner turned on that this machine can serve; each one
+/// turned on that cannot be is said once, with why.
+fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
+    use tools::sensors::{SUPPORTED, camera, location};
+    // Called only for a flag that is on; the program is looked for then.
+    let usable = |flag: &str, program: &str, found: fn() -> bool| {
+        let why = if !SUPPORTED {
+            "only Linux nodes offer it"
+        } else if !found() {
+            &format!("{program} was not found")
+        } else {
+            return true;
+        };
+        crate::shared::log::warn(&format!("{flag}: {why}; not offered"));
+        false
+    };
+    let camera = args.camera && usable("--camera", "ffmpeg", || camera::ffmpeg().is_some());
+    tools::Offer {
+        camera,
+        microphone: camera && args.camera_audio,
+        location: args.location
+            && usable("--location", "GeoClue's where-am-i", || {
+                location::program().is_some()
+            }),
+        ..Default::default()
+    }
+}
+
 fn browser_options(
     args: &crate::cli::BrowserArgs,
     state_dir: &std::path::Path,

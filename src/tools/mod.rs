@@ -26,6 +26,7 @@ pub mod plans;
 pub mod policy;
 mod redact;
 pub mod sandbox;
+pub mod sensors;
 pub mod setup;
 pub mod system;
 pub mod upstream;
@@ -70,10 +71,14 @@ enum Tool {
     ApprovalsSet,
     BrowserProxy,
     BrowserUpload,
+    CameraList,
+    CameraSnap,
+    CameraClip,
+    Location,
 }
 
 impl Tool {
-    const ALL: [Tool; 18] = [
+    const ALL: [Tool; 22] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -92,6 +97,10 @@ impl Tool {
         Tool::ApprovalsSet,
         Tool::BrowserProxy,
         Tool::BrowserUpload,
+        Tool::CameraList,
+        Tool::CameraSnap,
+        Tool::CameraClip,
+        Tool::Location,
     ];
 
     /// The name on the wire.
@@ -115,6 +124,10 @@ impl Tool {
             Tool::ApprovalsSet => "system.execApprovals.set",
             Tool::BrowserProxy => "browser.proxy",
             Tool::BrowserUpload => "browser.proxy.upload.v1",
+            Tool::CameraList => "camera.list",
+            Tool::CameraSnap => "camera.snap",
+            Tool::CameraClip => "camera.clip",
+            Tool::Location => "location.get",
         }
     }
 
@@ -124,6 +137,8 @@ impl Tool {
         match self {
             Tool::Notify => host::can_notify(),
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
+            Tool::CameraList | Tool::CameraSnap | Tool::CameraClip => offer.camera,
+            Tool::Location => offer.location,
             _ => true,
         }
     }
@@ -134,6 +149,10 @@ impl Tool {
             Tool::BrowserProxy | Tool::BrowserUpload => {
                 Some("a browser, and none was found or named (--browser PATH)")
             }
+            Tool::CameraList | Tool::CameraSnap | Tool::CameraClip => {
+                Some("--camera, and ffmpeg on PATH (Linux)")
+            }
+            Tool::Location => Some("--location, and GeoClue's where-am-i (Linux)"),
             _ => None,
         }
     }
@@ -149,6 +168,12 @@ impl Tool {
 pub struct Offer {
     /// A browser was found or named (`browser.proxy`).
     pub browser: bool,
+    /// `--camera`, with FFmpeg found (`camera.*`).
+    pub camera: bool,
+    /// `--camera-audio`: a clip may record the microphone too.
+    pub microphone: bool,
+    /// `--location`, with GeoClue's demo found (`location.get`).
+    pub location: bool,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -218,6 +243,8 @@ pub struct Tools {
     plans: plans::Plans,
     /// The browser `browser.proxy` drives, when there is one.
     browser: Option<browser::Browser>,
+    /// What the owner turned on.
+    offer: Offer,
 }
 
 /// One invocation.
@@ -250,6 +277,7 @@ impl Tools {
         audit: audit::Audit,
         declared: Vec<String>,
         browser: Option<browser::Options>,
+        offer: Offer,
     ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
@@ -258,6 +286,7 @@ impl Tools {
             declared,
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
+            offer,
         })
     }
 
@@ -509,6 +538,32 @@ impl Tools {
                 });
                 (call, work as Work<'_>, false)
             }
+            // What the machine senses: listing cameras or asking where it
+            // is once the owner turned them on is a read; a photo or a
+            // clip is asked for each time, as a write is.
+            Tool::CameraList | Tool::CameraSnap | Tool::CameraClip | Tool::Location => {
+                let (risk, summary) = match command {
+                    Tool::CameraSnap | Tool::CameraClip => {
+                        let device = params["deviceId"].as_str().unwrap_or("the first camera");
+                        (Risk::Risky, format!("{name}: capture from {device}"))
+                    }
+                    _ => (Risk::Safe, name.to_owned()),
+                };
+                let (timeout, asked, microphone) =
+                    (inv.timeout, Instant::now(), self.offer.microphone);
+                let work: Work<'_> = Box::pin(async move {
+                    let timeout = timeout.saturating_sub(asked.elapsed());
+                    match command {
+                        Tool::CameraList => sensors::camera::list(timeout).await,
+                        Tool::CameraSnap => sensors::camera::snap(params, timeout).await,
+                        Tool::CameraClip => {
+                            sensors::camera::clip(params, microphone, timeout).await
+                        }
+                        _ => sensors::location::get(params, timeout).await,
+                    }
+                });
+                (Call::plain(name, risk, summary), work, false)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -653,6 +708,7 @@ mod tests {
             audit::Audit::open(&state),
             available_commands(),
             None,
+            Offer::default(),
         )
     }
 

@@ -24,6 +24,8 @@ pub struct Setup<'a> {
     pub gateway: bool,
     /// The browser `browser.proxy` drives (the node's, when found).
     pub browser: Option<super::browser::Options>,
+    /// What the owner turned on.
+    pub offer: super::Offer,
 }
 
 /// The executor for `declared` commands. Under `--approval ask` without a
@@ -83,5 +85,6 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         audit,
         declared,
         setup.browser.clone(),
+        setup.offer.clone(),
     ))
 }

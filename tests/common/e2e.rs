@@ -117,6 +117,16 @@ impl RealNode {
     /// With `stdout`, stdin is a pipe (`self.stdin`) and stdout goes to that
     /// file: what a doctor session wants.
     pub fn start_with(name: &str, args: &[&str], stdout: Option<&std::path::Path>) -> Self {
+        Self::start_env(name, args, stdout, &[])
+    }
+
+    /// The same with these variables set for the node.
+    pub fn start_env(
+        name: &str,
+        args: &[&str],
+        stdout: Option<&std::path::Path>,
+        env: &[(String, PathBuf)],
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
@@ -129,7 +139,7 @@ impl RealNode {
             ),
             None => (Stdio::null(), Stdio::null()),
         };
-        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout);
+        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout, env);
         RealNode {
             stdin: child.stdin.take(),
             child,
@@ -140,8 +150,16 @@ impl RealNode {
         }
     }
 
-    pub fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
+    pub fn spawn(
+        dir: &Path,
+        name: &str,
+        args: &[&str],
+        stdin: Stdio,
+        stdout: Stdio,
+        env: &[(String, PathBuf)],
+    ) -> Child {
         real_router()
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["node", "--display-name", name])
             .arg("--state-dir")
             .arg(dir.join("state"))
@@ -159,7 +177,14 @@ impl RealNode {
     /// workspace, as `name` with `args`.
     pub fn restart(&mut self, name: &str, args: &[&str]) {
         self.stop();
-        self.child = Self::spawn(self._dir.path(), name, args, Stdio::null(), Stdio::null());
+        self.child = Self::spawn(
+            self._dir.path(),
+            name,
+            args,
+            Stdio::null(),
+            Stdio::null(),
+            &[],
+        );
         self.name = name.to_owned();
     }
 
@@ -304,6 +329,11 @@ pub struct TheirNode {
 
 impl TheirNode {
     pub fn start(name: &str, config: &Value) -> Self {
+        Self::start_env(name, config, &[])
+    }
+
+    /// The same with these variables set for it (after the sandbox's).
+    pub fn start_env(name: &str, config: &Value, env: &[(String, PathBuf)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
         let url = std::env::var("OPENCLAW_GATEWAY_URL").unwrap();
@@ -312,6 +342,7 @@ impl TheirNode {
             .args(["node", "run", "--host", "127.0.0.1", "--port", &port])
             .args(["--no-tls", "--display-name", name])
             .envs(sandbox())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("OPENCLAW_STATE_DIR", dir.path().join("state"))
             .env("OPENCLAW_CONFIG_PATH", dir.path().join("openclaw.json"))
             .stdin(Stdio::null())

@@ -9,6 +9,8 @@ pub mod e2e;
 pub mod gateway;
 #[cfg(unix)]
 pub mod node;
+#[cfg(target_os = "linux")]
+pub mod sensors;
 #[cfg(unix)]
 pub mod systemd;
 #[cfg(target_os = "linux")]

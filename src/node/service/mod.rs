@@ -356,6 +356,16 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     for host in &b.browser_allow_host {
         args.extend([word("--browser-allow-host"), host.clone()]);
     }
+    let sensors = &o.sensors;
+    for (on, flag) in [
+        (sensors.camera, "--camera"),
+        (sensors.camera_audio, "--camera-audio"),
+        (sensors.location, "--location"),
+    ] {
+        if on {
+            args.push(word(flag));
+        }
+    }
     for server in &o.mcp.flags {
         args.extend([word("--mcp-server"), server.clone()]);
     }
