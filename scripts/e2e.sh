@@ -37,6 +37,8 @@ trap cleanup EXIT
 "$here/sandbox.sh" install
 # Debian's Chromium for the node's browser (tests/e2e_browser.rs).
 "$here/chromium.sh" >/dev/null
+# Debian's Xvfb, x11vnc, xdotool and FFmpeg for the node's desktop.
+"$here/desktop.sh"
 # The three gateways start side by side (about 15 s each).
 # As root the second host is required: a failure to make it fails the suite.
 "$here/sandbox.sh" up & main_up=$!; jobs_up+=("$main_up")
