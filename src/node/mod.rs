@@ -248,9 +248,6 @@ impl Node {
     }
 }
 
-/// The browser `browser.proxy` drives: the one named, else the first
-/// found (none found: the commands are not declared, as OpenClaw's node
-/// host leaves them out without a browser); `off`: none.
 /// The sensors the owner turned on that this machine can serve; each one
 /// turned on that cannot be is said once, with why.
 fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
@@ -279,6 +276,9 @@ fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
     }
 }
 
+/// The browser `browser.proxy` drives: the one named, else the first
+/// found (none found: the commands are not declared, as OpenClaw's node
+/// host leaves them out without a browser); `off`: none.
 fn browser_options(
     args: &crate::cli::BrowserArgs,
     state_dir: &std::path::Path,
