@@ -228,6 +228,23 @@ pub struct SensorArgs {
     pub location: bool,
 }
 
+/// This machine's desktop, shown to the gateway's viewer (`desktop.stream`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DesktopArgs {
+    /// Relay this loopback VNC server to the gateway's desktop viewer
+    /// (`desktop.stream`, OpenClaw's `desktop.host.port`; OpenClaw offers
+    /// 5900 by default, this node nothing unless named). A server that
+    /// asks no password is refused.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub desktop_vnc_port: Option<u16>,
+
+    /// The VNC server's password, in a file of its own (OpenClaw's
+    /// `desktop.host.passwordFile`); without it the viewer's operator
+    /// supplies the password.
+    #[arg(long, value_name = "FILE", requires = "desktop_vnc_port")]
+    pub desktop_password_file: Option<std::path::PathBuf>,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -309,6 +326,9 @@ pub struct NodeArgs {
 
     #[command(flatten)]
     pub sensors: SensorArgs,
+
+    #[command(flatten)]
+    pub desktop: DesktopArgs,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

@@ -89,7 +89,7 @@ impl Node {
 /// files them), the browser's `browser` (what the gateway looks for in a
 /// browser node), the seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 5] = ["system", "file", "browser", "camera", "location"];
+    const ORDER: [&str; 6] = ["system", "file", "browser", "camera", "location", "screen"];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -104,6 +104,7 @@ fn cap_of(command: &str) -> &'static str {
         c if c.starts_with("browser.") => "browser",
         c if c.starts_with("camera.") => "camera",
         "location.get" => "location",
+        "desktop.stream" => "screen",
         _ => "file",
     }
 }

@@ -19,6 +19,8 @@ use crate::tools::{self, Invocation};
 const DEFAULT_INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Answer this long before the caller gives up, so the answer still counts.
 const ANSWER_MARGIN: Duration = Duration::from_millis(250);
+/// "No deadline", as a duration every deadline sum can still hold.
+const UNBOUNDED: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How long a finished command's output stream may take to queue its
 /// last chunks before the result goes without them.
 const STREAM_FLUSH: Duration = Duration::from_secs(2);
@@ -33,6 +35,7 @@ impl Node {
         done: mpsc::UnboundedSender<String>,
     ) {
         let tools = Arc::clone(&self.tools);
+        let gateway = self.endpoint().0;
         let door = self.publishing().then(|| Arc::clone(&self.door));
         let node_id = if request.node_id.is_empty() {
             self.identity.device_id.clone()
@@ -58,7 +61,7 @@ impl Node {
                 id: &request.id,
                 command: &request.command,
                 params_json: request.params_json.as_deref(),
-                timeout: work_time(request.timeout_ms),
+                timeout: work_time(&request.command, request.timeout_ms),
                 max_bytes: content_budget(max_payload),
                 cancel,
                 tap,
@@ -71,6 +74,7 @@ impl Node {
                     .and_then(|k| k.split(':').next())
                     .filter(|a| !a.is_empty()),
                 gate: tools::policy::Gate::Ours,
+                gateway: Some(&gateway),
             };
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).
@@ -138,7 +142,12 @@ impl Node {
 
 /// The time a tool may take: the caller's timeout minus room to stop a
 /// process tree (SIGTERM, grace) and still answer before the caller gives up.
-fn work_time(timeout_ms: Option<u64>) -> Duration {
+/// A lifecycle the gateway holds open (`timeoutMs: 0` on `desktop.stream`)
+/// has none: it ends when either side lets go.
+fn work_time(command: &str, timeout_ms: Option<u64>) -> Duration {
+    if timeout_ms == Some(0) && tools::without_deadline(command) {
+        return UNBOUNDED;
+    }
     let total = timeout_ms
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_INVOKE_TIMEOUT);
@@ -157,20 +166,20 @@ mod tests {
 
     #[test]
     fn a_call_without_a_timeout_gets_the_default_less_its_margin() {
-        assert_eq!(work_time(None), Duration::from_secs(27));
+        assert_eq!(work_time("x", None), Duration::from_secs(27));
     }
 
     #[test]
     fn the_margin_is_a_quarter_between_a_quarter_second_and_three_seconds() {
-        assert_eq!(work_time(Some(2_000)), Duration::from_millis(1_500));
-        assert_eq!(work_time(Some(800)), Duration::from_millis(550));
-        assert_eq!(work_time(Some(60_000)), Duration::from_secs(57));
+        assert_eq!(work_time("x", Some(2_000)), Duration::from_millis(1_500));
+        assert_eq!(work_time("x", Some(800)), Duration::from_millis(550));
+        assert_eq!(work_time("x", Some(60_000)), Duration::from_secs(57));
     }
 
     #[test]
     fn a_tiny_timeout_still_leaves_half_a_second_of_work() {
-        assert_eq!(work_time(Some(100)), Duration::from_millis(500));
-        assert_eq!(work_time(Some(0)), Duration::from_millis(500));
+        assert_eq!(work_time("x", Some(100)), Duration::from_millis(500));
+        assert_eq!(work_time("x", Some(0)), Duration::from_millis(500));
     }
 
     #[test]

@@ -81,6 +81,8 @@ pub struct Options {
     pub browser: crate::cli::BrowserArgs,
     /// Cameras and location, when the owner turned them on.
     pub sensors: crate::cli::SensorArgs,
+    /// The VNC server `desktop.stream` relays, when named.
+    pub desktop: crate::cli::DesktopArgs,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -174,6 +176,7 @@ impl Node {
         let browser = browser_options(&options.browser, &options.state_dir)?;
         let offer = tools::Offer {
             browser: browser.is_some(),
+            desktop: desktop_host(&options.desktop),
             ..sensors_offer(&options.sensors)
         };
         let setup = tools::setup::Setup {
@@ -246,6 +249,23 @@ impl Node {
             source,
         )
     }
+}
+
+/// The VNC server the owner named; its password file is a secret of ours
+/// from then on (no file tool reaches it).
+fn desktop_host(args: &crate::cli::DesktopArgs) -> Option<tools::desktop::Host> {
+    let port = args.desktop_vnc_port?;
+    let password_file = args
+        .desktop_password_file
+        .as_ref()
+        .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()));
+    if let Some(file) = &password_file {
+        crate::shared::secrets::holds_secrets(file);
+    }
+    Some(tools::desktop::Host {
+        port,
+        password_file,
+    })
 }
 
 /// The sensors the owner turned on that this machine can serve; each one

@@ -47,7 +47,7 @@ impl Tap {
 
     /// Copies `bytes` without waiting; counts them as lost when the reader
     /// is behind. A reader that went away costs nothing.
-    pub(super) fn offer(&self, bytes: &[u8]) {
+    pub fn offer(&self, bytes: &[u8]) {
         if let Err(mpsc::error::TrySendError::Full(dropped)) = self.tx.try_send(bytes.to_vec()) {
             self.lost.fetch_add(dropped.len() as u64, Ordering::Relaxed);
         }

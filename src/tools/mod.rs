@@ -14,6 +14,7 @@ pub mod binding;
 pub mod browser;
 pub mod catalog;
 pub mod cmdline;
+pub mod desktop;
 mod environment;
 mod error;
 pub mod exec;
@@ -75,10 +76,11 @@ enum Tool {
     CameraSnap,
     CameraClip,
     Location,
+    DesktopStream,
 }
 
 impl Tool {
-    const ALL: [Tool; 22] = [
+    const ALL: [Tool; 23] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -101,6 +103,7 @@ impl Tool {
         Tool::CameraSnap,
         Tool::CameraClip,
         Tool::Location,
+        Tool::DesktopStream,
     ];
 
     /// The name on the wire.
@@ -128,6 +131,7 @@ impl Tool {
             Tool::CameraSnap => "camera.snap",
             Tool::CameraClip => "camera.clip",
             Tool::Location => "location.get",
+            Tool::DesktopStream => "desktop.stream",
         }
     }
 
@@ -139,6 +143,7 @@ impl Tool {
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
             Tool::CameraList | Tool::CameraSnap | Tool::CameraClip => offer.camera,
             Tool::Location => offer.location,
+            Tool::DesktopStream => offer.desktop.is_some(),
             _ => true,
         }
     }
@@ -153,6 +158,7 @@ impl Tool {
                 Some("--camera, and ffmpeg on PATH (Linux)")
             }
             Tool::Location => Some("--location, and GeoClue's where-am-i (Linux)"),
+            Tool::DesktopStream => Some("--desktop-vnc-port PORT (this machine's VNC server)"),
             _ => None,
         }
     }
@@ -174,6 +180,8 @@ pub struct Offer {
     pub microphone: bool,
     /// `--location`, with GeoClue's demo found (`location.get`).
     pub location: bool,
+    /// `--desktop-vnc-port`: the VNC server `desktop.stream` relays.
+    pub desktop: Option<desktop::Host>,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -194,7 +202,16 @@ fn offered(offer: &Offer) -> Vec<String> {
 /// Whether `command` runs a program whose output can be streamed while
 /// it runs (through [`Invocation::tap`]).
 pub fn streams_output(command: &str) -> bool {
-    matches!(Tool::parse(command), Some(Tool::Run | Tool::RunCommand))
+    matches!(
+        Tool::parse(command),
+        Some(Tool::Run | Tool::RunCommand | Tool::DesktopStream)
+    )
+}
+
+/// Whether `command` is a lifecycle the gateway holds open as long as it
+/// likes (`timeoutMs: 0`: no deadline), rather than a call with an answer.
+pub fn without_deadline(command: &str) -> bool {
+    Tool::parse(command) == Some(Tool::DesktopStream)
 }
 
 /// The declared surface: every available command, or (`--commands`, as
@@ -265,6 +282,9 @@ pub struct Invocation<'a> {
     /// the parameters (a published tool's call: its session's agent):
     /// whose exec-approvals allowlist applies to a `run_command`.
     pub agent: Option<&'a str>,
+    /// The gateway the node is connected to, for a command that opens a
+    /// socket back to it (`desktop.stream`); none on a link.
+    pub gateway: Option<&'a crate::gateway::Endpoint>,
     /// What the remote side said of the call's risk (a link's `risk` or
     /// airlock level): it can only make our own class stricter.
     pub gate: policy::Gate,
@@ -382,7 +402,12 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        let params = parse_params(inv.params_json)?;
+        // desktop.stream reads its own, in OpenClaw's words.
+        let params = if command == Tool::DesktopStream {
+            Value::Null
+        } else {
+            parse_params(inv.params_json)?
+        };
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
         let name = command.name();
@@ -564,6 +589,26 @@ impl Tools {
                 });
                 (Call::plain(name, risk, summary), work, false)
             }
+            // The owner named the VNC server: relaying it to the gateway's
+            // viewer (whose operator holds operator.admin and must still
+            // authenticate to the server) asks nothing more.
+            Tool::DesktopStream => {
+                let host = self.offer.desktop.clone();
+                let (raw, gateway) = (inv.params_json, inv.gateway);
+                let (tap, cancel) = (inv.tap.clone(), inv.cancel.clone());
+                let work: Work<'_> = Box::pin(async move {
+                    match &host {
+                        Some(host) => {
+                            desktop::stream(host, raw, gateway, tap.as_ref(), &cancel).await
+                        }
+                        None => Err(ToolError::new(
+                            "UNAVAILABLE",
+                            "desktop host streaming is disabled on this node",
+                        )),
+                    }
+                });
+                (safe, work, true)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -723,6 +768,7 @@ mod tests {
             tap: None,
             agent: None,
             gate: policy::Gate::Ours,
+            gateway: None,
         })
         .await
         .0
@@ -812,6 +858,7 @@ mod tests {
                 tap: None,
                 agent: None,
                 gate: policy::Gate::Ours,
+                gateway: None,
             })
             .await
             .0;

@@ -60,6 +60,7 @@ impl Tools {
             tap: None,
             agent: None,
             gate: Gate::Ours,
+            gateway: None,
         };
         let allowed = matches!(decision, Decision::Allowed(_));
         let outcome = if allowed {

@@ -175,6 +175,7 @@ mod tests {
             tap: None,
             agent: None,
             gate: crate::tools::policy::Gate::Ours,
+            gateway: None,
         };
         t.invoke_upstream(&inv, fake, server, tool, json!({"a": 1}))
             .await

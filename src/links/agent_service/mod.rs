@@ -573,6 +573,7 @@ impl Chat {
                 tap: None,
                 agent: None,
                 gate,
+                gateway: None,
             })
             .await;
         say(&format!("tool {} → {decision}", call.name));

@@ -528,6 +528,7 @@ impl Link {
                     tap: None,
                     agent: None,
                     gate: Gate::Ours,
+                    gateway: None,
                 })
                 .await;
             match result {

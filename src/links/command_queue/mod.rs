@@ -456,6 +456,7 @@ impl Poller {
                 tap: None,
                 agent: None,
                 gate: work.gate,
+                gateway: None,
             })
             .await;
         say(&format!("command {id} ({}) → {decision}", work.tool));

@@ -356,6 +356,16 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     for host in &b.browser_allow_host {
         args.extend([word("--browser-allow-host"), host.clone()]);
     }
+    if let Some(port) = o.desktop.desktop_vnc_port {
+        args.extend([word("--desktop-vnc-port"), port.to_string()]);
+    }
+    if let Some(file) = &o.desktop.desktop_password_file {
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        args.extend([
+            word("--desktop-password-file"),
+            file.to_string_lossy().into_owned(),
+        ]);
+    }
     let sensors = &o.sensors;
     for (on, flag) in [
         (sensors.camera, "--camera"),
