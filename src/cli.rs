@@ -285,6 +285,13 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub browser: BrowserArgs,
 
+    /// Do not offer this machine's Ollama (127.0.0.1:11434) to agents:
+    /// `ollama.models` and `ollama.chat` are declared otherwise, whether
+    /// Ollama runs or not, as OpenClaw's node host does unless
+    /// `plugins.entries.ollama.config.nodeInference.enabled` is false.
+    #[arg(long)]
+    pub no_ollama: bool,
+
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but
     /// run without one (repeatable), e.g. `--mcp-server 'fs=npx -y

@@ -87,9 +87,10 @@ impl Node {
 /// The capability families the declared commands belong to, in a fixed
 /// order: OpenClaw's own host commands are `system` (as its node host
 /// files them), the browser's `browser` (what the gateway looks for in a
-/// browser node), the seed's tools `file`.
+/// browser node), the seed's tools `file`, Ollama's `local-inference`
+/// (OpenClaw's name for it).
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 3] = ["system", "file", "browser"];
+    const ORDER: [&str; 4] = ["system", "file", "browser", "local-inference"];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -102,6 +103,7 @@ fn cap_of(command: &str) -> &'static str {
     match command {
         c if c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload" => "system",
         c if c.starts_with("browser.") => "browser",
+        c if c.starts_with("ollama.") => "local-inference",
         _ => "file",
     }
 }

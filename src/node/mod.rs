@@ -79,6 +79,8 @@ pub struct Options {
     pub mcp: crate::tools::mcp_client::Setup,
     /// `--browser` and its rules.
     pub browser: crate::cli::BrowserArgs,
+    /// `--no-ollama`: `ollama.*` not declared.
+    pub no_ollama: bool,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -186,6 +188,7 @@ impl Node {
                 options.commands.as_deref(),
                 &tools::Offer {
                     browser: browser.is_some(),
+                    no_ollama: options.no_ollama,
                 },
             )?,
         )?;

@@ -21,6 +21,7 @@ pub mod forbidden;
 pub mod fs;
 pub mod host;
 pub mod mcp_client;
+mod ollama;
 mod permit;
 pub mod plans;
 pub mod policy;
@@ -70,10 +71,12 @@ enum Tool {
     ApprovalsSet,
     BrowserProxy,
     BrowserUpload,
+    OllamaModels,
+    OllamaChat,
 }
 
 impl Tool {
-    const ALL: [Tool; 18] = [
+    const ALL: [Tool; 20] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -92,6 +95,8 @@ impl Tool {
         Tool::ApprovalsSet,
         Tool::BrowserProxy,
         Tool::BrowserUpload,
+        Tool::OllamaModels,
+        Tool::OllamaChat,
     ];
 
     /// The name on the wire.
@@ -115,6 +120,8 @@ impl Tool {
             Tool::ApprovalsSet => "system.execApprovals.set",
             Tool::BrowserProxy => "browser.proxy",
             Tool::BrowserUpload => "browser.proxy.upload.v1",
+            Tool::OllamaModels => "ollama.models",
+            Tool::OllamaChat => "ollama.chat",
         }
     }
 
@@ -124,6 +131,7 @@ impl Tool {
         match self {
             Tool::Notify => host::can_notify(),
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
+            Tool::OllamaModels | Tool::OllamaChat => !offer.no_ollama,
             _ => true,
         }
     }
@@ -133,6 +141,9 @@ impl Tool {
         match self {
             Tool::BrowserProxy | Tool::BrowserUpload => {
                 Some("a browser, and none was found or named (--browser PATH)")
+            }
+            Tool::OllamaModels | Tool::OllamaChat => {
+                Some("Ollama inference, which --no-ollama turned off")
             }
             _ => None,
         }
@@ -149,6 +160,9 @@ impl Tool {
 pub struct Offer {
     /// A browser was found or named (`browser.proxy`).
     pub browser: bool,
+    /// `--no-ollama`: `ollama.*` not declared (they are by default, as
+    /// OpenClaw declares them whether Ollama runs or not).
+    pub no_ollama: bool,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -353,7 +367,11 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        let params = parse_params(inv.params_json)?;
+        // OpenClaw's inference commands read their parameters their own way.
+        let params = match command {
+            Tool::OllamaModels | Tool::OllamaChat => Value::Null,
+            _ => parse_params(inv.params_json)?,
+        };
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
         let name = command.name();
@@ -507,6 +525,16 @@ impl Tools {
                         )),
                     }
                 });
+                (call, work as Work<'_>, false)
+            }
+            Tool::OllamaModels | Tool::OllamaChat => {
+                let prepared = ollama::Prepared::new(command == Tool::OllamaChat, inv.params_json)?;
+                let call = prepared.call.clone();
+                let (timeout, asked) = (inv.timeout, Instant::now());
+                let work =
+                    Box::pin(
+                        async move { prepared.run(timeout.saturating_sub(asked.elapsed())).await },
+                    );
                 (call, work as Work<'_>, false)
             }
             Tool::Run | Tool::RunCommand => {
