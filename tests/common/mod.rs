@@ -10,6 +10,8 @@ pub mod gateway;
 #[cfg(unix)]
 pub mod node;
 #[cfg(unix)]
+pub mod ollama;
+#[cfg(unix)]
 pub mod systemd;
 #[cfg(target_os = "linux")]
 pub mod user_browser;
