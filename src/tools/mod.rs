@@ -531,10 +531,10 @@ impl Tools {
                 let prepared = ollama::Prepared::new(command == Tool::OllamaChat, inv.params_json)?;
                 let call = prepared.call.clone();
                 let (timeout, asked) = (inv.timeout, Instant::now());
-                let work =
-                    Box::pin(
-                        async move { prepared.run(timeout.saturating_sub(asked.elapsed())).await },
-                    );
+                let work = Box::pin(async move {
+                    let left = timeout.saturating_sub(asked.elapsed());
+                    prepared.run(left, timeout).await
+                });
                 (call, work as Work<'_>, false)
             }
             Tool::Run | Tool::RunCommand => {

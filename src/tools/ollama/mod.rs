@@ -55,14 +55,19 @@ impl Prepared {
         })
     }
 
-    /// Runs it within `time` (what is left of the invocation's), and for a
-    /// chat within its own `timeoutMs` too, whichever ends first.
-    pub async fn run(self, time: Duration) -> Result<Value, ToolError> {
+    /// Runs it within `left` (what is left of the invocation's `time`),
+    /// and for a chat within its own `timeoutMs` too, whichever ends first.
+    pub async fn run(self, left: Duration, time: Duration) -> Result<Value, ToolError> {
         match self.chat {
-            None => models::list(&Deadline::new(time)).await,
+            None => models::list(&Deadline::new(left, time)).await,
             Some(params) => {
                 let own = Duration::from_millis(params.timeout_ms);
-                chat::run(&params, &Deadline::new(own.min(time))).await
+                let deadline = if own <= left {
+                    Deadline::new(own, own)
+                } else {
+                    Deadline::new(left, time)
+                };
+                chat::run(&params, &deadline).await
             }
         }
     }
@@ -72,15 +77,17 @@ impl Prepared {
 /// than its own limit).
 pub struct Deadline {
     at: Instant,
-    /// The whole budget, for the message that says it ran out.
+    /// The limit that applies, for the message that says it ran out.
     budget_ms: u128,
 }
 
 impl Deadline {
-    fn new(budget: Duration) -> Self {
+    /// In `left`, out of a limit of `limit` (the same, or the invocation's
+    /// whole time of which `left` remains).
+    fn new(left: Duration, limit: Duration) -> Self {
         Self {
-            at: Instant::now() + budget,
-            budget_ms: budget.as_millis(),
+            at: Instant::now() + left,
+            budget_ms: limit.as_millis(),
         }
     }
 
@@ -146,8 +153,12 @@ mod tests {
 
     #[test]
     fn a_deadline_gives_what_is_left_and_then_nothing() {
-        let d = Deadline::new(Duration::from_secs(60));
+        let d = Deadline::new(Duration::from_secs(60), Duration::from_secs(60));
         assert!(d.left().unwrap() > Duration::from_secs(59));
-        assert!(Deadline::new(Duration::ZERO).left().is_none());
+        assert!(
+            Deadline::new(Duration::ZERO, Duration::ZERO)
+                .left()
+                .is_none()
+        );
     }
 }
