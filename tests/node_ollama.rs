@@ -60,8 +60,6 @@ async fn models_are_the_local_chat_models_loaded_first_then_by_size_then_name() 
     let (gw, _node) = connected(Config::default(), &["--approval", "deny"]).await;
     let r = gw.invoke("ollama.models", json!({"ignored": [1]})).await;
     let listed = payload(&r);
-    let details = |family: &str, size: &str| (family.to_owned(), size.to_owned());
-    let _ = details;
     assert_eq!(
         listed,
         json!({"provider": "ollama", "models": [

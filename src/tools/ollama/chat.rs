@@ -52,12 +52,12 @@ impl Params {
                 }
             },
         };
-        let model = string(&params, "model", true)?;
+        let model = string(&params, "model")?;
         let model = js::trim(&model).to_owned();
         if model.is_empty() {
             return Err(tool_input("model required"));
         }
-        let prompt = string(&params, "prompt", false)?;
+        let prompt = string(&params, "prompt")?;
         if prompt.is_empty() {
             return Err(tool_input("prompt required"));
         }
@@ -121,7 +121,7 @@ fn raw<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 
 /// `readToolStringParam` (untrimmed here; `model` is trimmed by its
 /// caller): a string, else "KEY required" when required.
-fn string(params: &Map<String, Value>, key: &str, _trim: bool) -> Result<String, ToolError> {
+fn string(params: &Map<String, Value>, key: &str) -> Result<String, ToolError> {
     match raw(params, key) {
         Some(Value::String(s)) => Ok(s.clone()),
         _ => Err(tool_input(&format!("{key} required"))),

@@ -118,7 +118,7 @@ impl Probed {
             .or_else(|| tag.detail("context_length").cloned());
         let capabilities = shown
             .capabilities
-            .map(|c| Value::from(c))
+            .map(Value::from)
             .or_else(|| tag.field("capabilities").cloned());
         Self {
             tag,
@@ -366,7 +366,7 @@ fn last_num_ctx(parameters: &str) -> Option<f64> {
             let n: f64 = unsigned[..end].parse().ok()?;
             Some(sign * n).filter(|n| n.is_finite() && *n > 0.0)
         })
-        .last()
+        .next_back()
 }
 
 #[derive(serde::Deserialize)]
@@ -538,7 +538,7 @@ mod tests {
             context_window: None,
             capabilities: None,
         };
-        let mut rows = vec![
+        let mut rows = [
             r("nosize", false, None),
             r("b", false, Some(5)),
             r("llama3.1:8b", false, Some(5)),
