@@ -329,6 +329,12 @@ pub struct NodeArgs {
 
     #[command(flatten)]
     pub desktop: DesktopArgs,
+    /// Do not offer this machine's Ollama (127.0.0.1:11434) to agents:
+    /// `ollama.models` and `ollama.chat` are declared otherwise, whether
+    /// Ollama runs or not, as OpenClaw's node host does unless
+    /// `plugins.entries.ollama.config.nodeInference.enabled` is false.
+    #[arg(long)]
+    pub no_ollama: bool,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

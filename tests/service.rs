@@ -486,3 +486,25 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
         text(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_keeps_no_ollama() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let m = FakeSystemd::new();
+    let out = m.install(&gw.url(), &["--no-ollama"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    let exec = unit
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .unwrap_or_else(|| panic!("{unit}"));
+    assert!(exec.contains(" --no-ollama"), "{exec}");
+    let plain = FakeSystemd::new();
+    let out = plain.install(&gw.url(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !std::fs::read_to_string(plain.unit())
+            .unwrap()
+            .contains("--no-ollama")
+    );
+}

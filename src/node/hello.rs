@@ -87,9 +87,18 @@ impl Node {
 /// The capability families the declared commands belong to, in a fixed
 /// order: OpenClaw's own host commands are `system` (as its node host
 /// files them), the browser's `browser` (what the gateway looks for in a
-/// browser node), the seed's tools `file`.
+/// browser node), the seed's tools `file`, Ollama's `local-inference`
+/// (OpenClaw's name for it).
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 6] = ["system", "file", "browser", "camera", "location", "screen"];
+    const ORDER: [&str; 7] = [
+        "system",
+        "file",
+        "browser",
+        "camera",
+        "location",
+        "screen",
+        "local-inference",
+    ];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -105,6 +114,7 @@ fn cap_of(command: &str) -> &'static str {
         c if c.starts_with("camera.") => "camera",
         "location.get" => "location",
         "desktop.stream" => "screen",
+        c if c.starts_with("ollama.") => "local-inference",
         _ => "file",
     }
 }

@@ -83,6 +83,8 @@ pub struct Options {
     pub sensors: crate::cli::SensorArgs,
     /// The VNC server `desktop.stream` relays, when named.
     pub desktop: crate::cli::DesktopArgs,
+    /// `--no-ollama`: `ollama.*` not declared.
+    pub no_ollama: bool,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -177,6 +179,7 @@ impl Node {
         let offer = tools::Offer {
             browser: browser.is_some(),
             desktop: desktop_host(&options.desktop),
+            no_ollama: options.no_ollama,
             ..sensors_offer(&options.sensors)
         };
         let setup = tools::setup::Setup {

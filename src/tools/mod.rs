@@ -22,6 +22,7 @@ pub mod forbidden;
 pub mod fs;
 pub mod host;
 pub mod mcp_client;
+mod ollama;
 mod permit;
 pub mod plans;
 pub mod policy;
@@ -77,10 +78,12 @@ enum Tool {
     CameraClip,
     Location,
     DesktopStream,
+    OllamaModels,
+    OllamaChat,
 }
 
 impl Tool {
-    const ALL: [Tool; 23] = [
+    const ALL: [Tool; 25] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -104,6 +107,8 @@ impl Tool {
         Tool::CameraClip,
         Tool::Location,
         Tool::DesktopStream,
+        Tool::OllamaModels,
+        Tool::OllamaChat,
     ];
 
     /// The name on the wire.
@@ -132,6 +137,8 @@ impl Tool {
             Tool::CameraClip => "camera.clip",
             Tool::Location => "location.get",
             Tool::DesktopStream => "desktop.stream",
+            Tool::OllamaModels => "ollama.models",
+            Tool::OllamaChat => "ollama.chat",
         }
     }
 
@@ -144,6 +151,7 @@ impl Tool {
             Tool::CameraList | Tool::CameraSnap | Tool::CameraClip => offer.camera,
             Tool::Location => offer.location,
             Tool::DesktopStream => offer.desktop.is_some(),
+            Tool::OllamaModels | Tool::OllamaChat => !offer.no_ollama,
             _ => true,
         }
     }
@@ -159,6 +167,9 @@ impl Tool {
             }
             Tool::Location => Some("--location, and GeoClue's where-am-i (Linux)"),
             Tool::DesktopStream => Some("--desktop-vnc-port PORT (this machine's VNC server)"),
+            Tool::OllamaModels | Tool::OllamaChat => {
+                Some("Ollama inference, which --no-ollama turned off")
+            }
             _ => None,
         }
     }
@@ -182,6 +193,9 @@ pub struct Offer {
     pub location: bool,
     /// `--desktop-vnc-port`: the VNC server `desktop.stream` relays.
     pub desktop: Option<desktop::Host>,
+    /// `--no-ollama`: `ollama.*` not declared (they are by default, as
+    /// OpenClaw declares them whether Ollama runs or not).
+    pub no_ollama: bool,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -402,11 +416,11 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        // desktop.stream reads its own, in OpenClaw's words.
-        let params = if command == Tool::DesktopStream {
-            Value::Null
-        } else {
-            parse_params(inv.params_json)?
+        // desktop.stream and OpenClaw's inference commands read their
+        // parameters their own way (and answer in OpenClaw's words).
+        let params = match command {
+            Tool::DesktopStream | Tool::OllamaModels | Tool::OllamaChat => Value::Null,
+            _ => parse_params(inv.params_json)?,
         };
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
@@ -608,6 +622,16 @@ impl Tools {
                     }
                 });
                 (safe, work, true)
+            }
+            Tool::OllamaModels | Tool::OllamaChat => {
+                let prepared = ollama::Prepared::new(command == Tool::OllamaChat, inv.params_json)?;
+                let call = prepared.call.clone();
+                let (timeout, asked) = (inv.timeout, Instant::now());
+                let work = Box::pin(async move {
+                    let left = timeout.saturating_sub(asked.elapsed());
+                    prepared.run(left, timeout).await
+                });
+                (call, work as Work<'_>, false)
             }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against

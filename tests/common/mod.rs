@@ -11,6 +11,8 @@ pub mod e2e;
 pub mod gateway;
 #[cfg(unix)]
 pub mod node;
+#[cfg(unix)]
+pub mod ollama;
 #[cfg(target_os = "linux")]
 pub mod sensors;
 #[cfg(unix)]
