@@ -285,6 +285,15 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub browser: BrowserArgs,
 
+    /// Share this machine's Claude Code sessions with the gateway's
+    /// operators (`anthropic.claude.sessions.list.v1` / `.read.v1`, what
+    /// `sessions.catalog.list` and `.read` show): the transcripts under
+    /// $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects, read-only. Off
+    /// unless given: transcripts hold prompts and code. (OpenClaw's node
+    /// declares them whenever that directory exists.)
+    #[arg(long)]
+    pub claude_sessions: bool,
+
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but
     /// run without one (repeatable), e.g. `--mcp-server 'fs=npx -y

@@ -166,6 +166,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         log_format: args.log.log_format,
         log_level: args.log.least(),
         no_agent_tools: args.no_agent_tools,
+        claude_sessions: args.claude_sessions,
         browser,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,

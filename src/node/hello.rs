@@ -87,9 +87,10 @@ impl Node {
 /// The capability families the declared commands belong to, in a fixed
 /// order: OpenClaw's own host commands are `system` (as its node host
 /// files them), the browser's `browser` (what the gateway looks for in a
-/// browser node), the seed's tools `file`.
+/// browser node), the seed's tools `file`, Claude Code's sessions
+/// `claude-sessions` (as OpenClaw's anthropic plugin files them).
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 3] = ["system", "file", "browser"];
+    const ORDER: [&str; 4] = ["system", "file", "browser", "claude-sessions"];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -102,6 +103,7 @@ fn cap_of(command: &str) -> &'static str {
     match command {
         c if c.starts_with("system.") || c == "fs.listDir" || c == "terminal.upload" => "system",
         c if c.starts_with("browser.") => "browser",
+        c if c.starts_with("anthropic.claude.sessions.") => "claude-sessions",
         _ => "file",
     }
 }
@@ -135,6 +137,13 @@ mod tests {
         assert_eq!(
             caps(&declared(&["browser.proxy", "browser.proxy.upload.v1"])),
             ["browser"]
+        );
+        assert_eq!(
+            caps(&declared(&[
+                "anthropic.claude.sessions.list.v1",
+                "anthropic.claude.sessions.read.v1"
+            ])),
+            ["claude-sessions"]
         );
     }
 }

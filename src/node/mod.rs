@@ -79,6 +79,8 @@ pub struct Options {
     pub mcp: crate::tools::mcp_client::Setup,
     /// `--browser` and its rules.
     pub browser: crate::cli::BrowserArgs,
+    /// `--claude-sessions`: Claude Code's sessions are shared.
+    pub claude_sessions: bool,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -179,6 +181,7 @@ impl Node {
             asker: "OpenClaw",
             gateway: true,
             browser: browser.clone(),
+            claude: claude_sessions(options.claude_sessions),
         };
         let tools = tools::setup::hands(
             &setup,
@@ -186,6 +189,7 @@ impl Node {
                 options.commands.as_deref(),
                 &tools::Offer {
                     browser: browser.is_some(),
+                    claude_sessions: options.claude_sessions,
                 },
             )?,
         )?;
@@ -244,6 +248,31 @@ impl Node {
             source,
         )
     }
+}
+
+/// Claude Code's sessions, when the owner shares them: the directory is
+/// found once, now. One that does not exist (yet) lists nothing, as
+/// OpenClaw's node answers without one.
+fn claude_sessions(on: bool) -> Option<tools::claude::Sessions> {
+    if !on {
+        return None;
+    }
+    let Some(projects) = tools::claude::projects_dir() else {
+        say("--claude-sessions: no home directory and no CLAUDE_CONFIG_DIR: the lists are empty");
+        return Some(tools::claude::Sessions::new(std::path::PathBuf::new()));
+    };
+    if !projects.is_dir() {
+        say(&format!(
+            "--claude-sessions: {} does not exist: the lists are empty until it does",
+            projects.display()
+        ));
+    } else {
+        say(&format!(
+            "claude sessions: shared from {}",
+            projects.display()
+        ));
+    }
+    Some(tools::claude::Sessions::new(projects))
 }
 
 /// The browser `browser.proxy` drives: the one named, else the first

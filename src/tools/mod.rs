@@ -13,6 +13,7 @@ pub mod audit;
 pub mod binding;
 pub mod browser;
 pub mod catalog;
+pub mod claude;
 pub mod cmdline;
 mod environment;
 mod error;
@@ -70,10 +71,12 @@ enum Tool {
     ApprovalsSet,
     BrowserProxy,
     BrowserUpload,
+    ClaudeList,
+    ClaudeRead,
 }
 
 impl Tool {
-    const ALL: [Tool; 18] = [
+    const ALL: [Tool; 20] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -92,6 +95,8 @@ impl Tool {
         Tool::ApprovalsSet,
         Tool::BrowserProxy,
         Tool::BrowserUpload,
+        Tool::ClaudeList,
+        Tool::ClaudeRead,
     ];
 
     /// The name on the wire.
@@ -115,6 +120,8 @@ impl Tool {
             Tool::ApprovalsSet => "system.execApprovals.set",
             Tool::BrowserProxy => "browser.proxy",
             Tool::BrowserUpload => "browser.proxy.upload.v1",
+            Tool::ClaudeList => "anthropic.claude.sessions.list.v1",
+            Tool::ClaudeRead => "anthropic.claude.sessions.read.v1",
         }
     }
 
@@ -124,6 +131,7 @@ impl Tool {
         match self {
             Tool::Notify => host::can_notify(),
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
+            Tool::ClaudeList | Tool::ClaudeRead => offer.claude_sessions,
             _ => true,
         }
     }
@@ -133,6 +141,9 @@ impl Tool {
         match self {
             Tool::BrowserProxy | Tool::BrowserUpload => {
                 Some("a browser, and none was found or named (--browser PATH)")
+            }
+            Tool::ClaudeList | Tool::ClaudeRead => {
+                Some("the owner's consent to share Claude Code transcripts (--claude-sessions)")
             }
             _ => None,
         }
@@ -149,6 +160,8 @@ impl Tool {
 pub struct Offer {
     /// A browser was found or named (`browser.proxy`).
     pub browser: bool,
+    /// The owner shares Claude Code's sessions (`--claude-sessions`).
+    pub claude_sessions: bool,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -218,6 +231,8 @@ pub struct Tools {
     plans: plans::Plans,
     /// The browser `browser.proxy` drives, when there is one.
     browser: Option<browser::Browser>,
+    /// Claude Code's sessions, when the owner shares them.
+    claude: Option<claude::Sessions>,
 }
 
 /// One invocation.
@@ -250,6 +265,7 @@ impl Tools {
         audit: audit::Audit,
         declared: Vec<String>,
         browser: Option<browser::Options>,
+        claude: Option<claude::Sessions>,
     ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
@@ -258,6 +274,7 @@ impl Tools {
             declared,
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
+            claude,
         })
     }
 
@@ -353,7 +370,12 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        let params = parse_params(inv.params_json)?;
+        // OpenClaw's Claude commands read `paramsJSON` themselves, with
+        // their own words for what is wrong with it.
+        let params = match command {
+            Tool::ClaudeList | Tool::ClaudeRead => Value::Null,
+            _ => parse_params(inv.params_json)?,
+        };
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
         let name = command.name();
@@ -509,6 +531,24 @@ impl Tools {
                 });
                 (call, work as Work<'_>, false)
             }
+            // Reads of the owner's transcripts, shared on purpose: safe.
+            Tool::ClaudeList | Tool::ClaudeRead => {
+                let sessions = self.claude.clone().ok_or_else(|| {
+                    ToolError::new(
+                        "UNAVAILABLE",
+                        format!("{name} is not advertised by this node"),
+                    )
+                })?;
+                let (raw, cancel) = (inv.params_json.map(str::to_owned), inv.cancel.clone());
+                let work = self.blocking(move |_| {
+                    let stop = || cancel.is_cancelled();
+                    match command {
+                        Tool::ClaudeList => sessions.list(raw.as_deref(), &stop),
+                        _ => sessions.read(raw.as_deref(), &stop),
+                    }
+                });
+                (safe, Box::pin(work), false)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -652,6 +692,7 @@ mod tests {
             Policy::new(mode, vec![], vec![], &state, None),
             audit::Audit::open(&state),
             available_commands(),
+            None,
             None,
         )
     }

@@ -24,6 +24,8 @@ pub struct Setup<'a> {
     pub gateway: bool,
     /// The browser `browser.proxy` drives (the node's, when found).
     pub browser: Option<super::browser::Options>,
+    /// Claude Code's sessions, when the node's owner shares them.
+    pub claude: Option<super::claude::Sessions>,
 }
 
 /// The executor for `declared` commands. Under `--approval ask` without a
@@ -83,5 +85,6 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         audit,
         declared,
         setup.browser.clone(),
+        setup.claude.clone(),
     ))
 }

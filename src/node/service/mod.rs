@@ -331,6 +331,9 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     if o.no_agent_tools {
         args.push(word("--no-agent-tools"));
     }
+    if o.claude_sessions {
+        args.push(word("--claude-sessions"));
+    }
     let b = &o.browser;
     match b.browser.trim() {
         "" | "auto" => {}
