@@ -5,6 +5,9 @@
 #[cfg(target_os = "linux")]
 pub mod browser;
 #[cfg(unix)]
+pub mod claude;
+pub mod claude_pages;
+#[cfg(unix)]
 pub mod e2e;
 pub mod gateway;
 #[cfg(unix)]
