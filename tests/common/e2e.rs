@@ -117,6 +117,16 @@ impl RealNode {
     /// With `stdout`, stdin is a pipe (`self.stdin`) and stdout goes to that
     /// file: what a doctor session wants.
     pub fn start_with(name: &str, args: &[&str], stdout: Option<&std::path::Path>) -> Self {
+        Self::start_env(name, args, stdout, &[])
+    }
+
+    /// The same, with these variables set (e.g. `CLAUDE_CONFIG_DIR`).
+    pub fn start_env(
+        name: &str,
+        args: &[&str],
+        stdout: Option<&std::path::Path>,
+        env: &[(&str, &Path)],
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
@@ -129,7 +139,7 @@ impl RealNode {
             ),
             None => (Stdio::null(), Stdio::null()),
         };
-        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout);
+        let mut child = Self::spawn_env(dir.path(), name, args, stdin, stdout, env);
         RealNode {
             stdin: child.stdin.take(),
             child,
@@ -141,7 +151,19 @@ impl RealNode {
     }
 
     pub fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
+        Self::spawn_env(dir, name, args, stdin, stdout, &[])
+    }
+
+    fn spawn_env(
+        dir: &Path,
+        name: &str,
+        args: &[&str],
+        stdin: Stdio,
+        stdout: Stdio,
+        env: &[(&str, &Path)],
+    ) -> Child {
         real_router()
+            .envs(env.iter().copied())
             .args(["node", "--display-name", name])
             .arg("--state-dir")
             .arg(dir.join("state"))
@@ -304,6 +326,11 @@ pub struct TheirNode {
 
 impl TheirNode {
     pub fn start(name: &str, config: &Value) -> Self {
+        Self::start_env(name, config, &[])
+    }
+
+    /// The same, with these variables set (e.g. `CLAUDE_CONFIG_DIR`, `HOME`).
+    pub fn start_env(name: &str, config: &Value, env: &[(&str, &Path)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
         let url = std::env::var("OPENCLAW_GATEWAY_URL").unwrap();
@@ -314,6 +341,7 @@ impl TheirNode {
             .envs(sandbox())
             .env("OPENCLAW_STATE_DIR", dir.path().join("state"))
             .env("OPENCLAW_CONFIG_PATH", dir.path().join("openclaw.json"))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.path().join("node.log")).unwrap())
             .stderr(std::fs::File::create(dir.path().join("node.err")).unwrap())
