@@ -171,7 +171,7 @@ pub fn date_parse(s: &str) -> Option<f64> {
         }
         Some(_) => return None,
     };
-    (i == b.len()).then(|| wall - offset_min as f64 * 60_000.0)
+    (i == b.len()).then_some(wall - offset_min as f64 * 60_000.0)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (a day past the

@@ -206,11 +206,7 @@ fn json_len(value: &impl Serialize) -> usize {
 /// keys, in order.
 pub fn collect_text<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     match value {
-        Value::String(s) => {
-            if !js::trim(s).is_empty() {
-                out.push(s);
-            }
-        }
+        Value::String(s) if !js::trim(s).is_empty() => out.push(s),
         Value::Array(items) => items.iter().for_each(|v| collect_text(v, out)),
         Value::Object(map) => {
             for key in ["text", "thinking", "content", "input"] {
@@ -303,10 +299,12 @@ mod tests {
         false
     }
 
+    type Change = Box<dyn FnOnce(&mut Vec<u8>)>;
+
     /// A file in memory that a test can change between reads.
     struct Changing {
         bytes: RefCell<Vec<u8>>,
-        after_first_read: RefCell<Option<Box<dyn FnOnce(&mut Vec<u8>)>>>,
+        after_first_read: RefCell<Option<Change>>,
     }
 
     impl Changing {
