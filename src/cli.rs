@@ -335,6 +335,16 @@ pub struct NodeArgs {
     /// `plugins.entries.ollama.config.nodeInference.enabled` is false.
     #[arg(long)]
     pub no_ollama: bool,
+    /// Share this machine's Claude Code sessions with the gateway's
+    /// operators (`anthropic.claude.sessions.list.v1` / `.read.v1`, what
+    /// `sessions.catalog.list` and `.read` show): the transcripts under
+    /// $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects (found at start),
+    /// read-only; while it does not exist the list is empty and a read
+    /// answers "Claude session is unavailable", as OpenClaw's. Off unless
+    /// given: transcripts hold prompts and code. (OpenClaw's node declares
+    /// them whenever that directory exists.)
+    #[arg(long)]
+    pub claude_sessions: bool,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
 use common::sensors::{JPEG, World};
@@ -56,6 +56,11 @@ fn without_test_root(env: Vec<(String, PathBuf)>) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// The variables as the node starters take them.
+fn borrowed(env: &[(String, PathBuf)]) -> Vec<(&str, &Path)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect()
+}
+
 #[test]
 #[ignore = "needs the OpenClaw sandbox: scripts/e2e.sh"]
 fn e2e_location_and_cameras_answer_as_openclaw_node_runs_do() {
@@ -66,13 +71,13 @@ fn e2e_location_and_cameras_answer_as_openclaw_node_runs_do() {
         "e2e-sensors-openclaw",
         &json!({ "plugins": { "entries": { "linux-node": { "config": {
             "camera": { "enabled": true }, "location": { "enabled": true } } } } } }),
-        &env,
+        &borrowed(&env),
     );
     let ours = RealNode::start_env(
         "e2e-sensors-ours",
         &["--camera", "--location", "--allow-command", "camera.snap"],
         None,
-        &env,
+        &borrowed(&env),
     );
     ours.approve_surface();
     theirs.approve();
@@ -126,7 +131,7 @@ fn e2e_an_operator_and_an_agent_use_the_nodes_camera_and_location() {
         "e2e-sensors-agent",
         &["--camera", "--location", "--allow-command", "camera.snap"],
         None,
-        &world.env(&[("STANDIN_GEO", "fix")]),
+        &borrowed(&world.env(&[("STANDIN_GEO", "fix")])),
     );
     node.approve_surface();
     // The operator's own commands for them.

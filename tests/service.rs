@@ -405,6 +405,23 @@ async fn the_service_keeps_the_log_flags_it_was_installed_with() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_service_keeps_sharing_claude_sessions_only_if_installed_so() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let exec_of = |args: &[&str]| {
+        let m = FakeSystemd::new();
+        let out = m.install(&gw.url(), args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let unit = std::fs::read_to_string(m.unit()).unwrap();
+        unit.lines()
+            .find(|l| l.starts_with("ExecStart="))
+            .unwrap_or_else(|| panic!("{unit}"))
+            .to_owned()
+    };
+    assert!(exec_of(&["--claude-sessions"]).contains(" --claude-sessions"));
+    assert!(!exec_of(&[]).contains("--claude-sessions"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() {
     let gw = FakeGateway::start(Config::default()).await;
     // A browser named by path (a stand-in: install only checks it is there).

@@ -166,6 +166,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         log_format: args.log.log_format,
         log_level: args.log.least(),
         no_agent_tools: args.no_agent_tools,
+        claude_sessions: args.claude_sessions,
         browser,
         sensors: args.sensors,
         desktop: args.desktop,

@@ -88,9 +88,9 @@ impl Node {
 /// order: OpenClaw's own host commands are `system` (as its node host
 /// files them), the browser's `browser` (what the gateway looks for in a
 /// browser node), the seed's tools `file`, Ollama's `local-inference`
-/// (OpenClaw's name for it).
+/// and Claude Code's sessions `claude-sessions` (OpenClaw's names).
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 7] = [
+    const ORDER: [&str; 8] = [
         "system",
         "file",
         "browser",
@@ -98,6 +98,7 @@ fn caps(declared: &[String]) -> Vec<String> {
         "location",
         "screen",
         "local-inference",
+        "claude-sessions",
     ];
     ORDER
         .into_iter()
@@ -115,6 +116,7 @@ fn cap_of(command: &str) -> &'static str {
         "location.get" => "location",
         "desktop.stream" => "screen",
         c if c.starts_with("ollama.") => "local-inference",
+        c if c.starts_with("anthropic.claude.sessions.") => "claude-sessions",
         _ => "file",
     }
 }
@@ -152,6 +154,13 @@ mod tests {
         assert_eq!(
             caps(&declared(&["location.get", "camera.snap", "camera.list"])),
             ["camera", "location"]
+        );
+        assert_eq!(
+            caps(&declared(&[
+                "anthropic.claude.sessions.list.v1",
+                "anthropic.claude.sessions.read.v1"
+            ])),
+            ["claude-sessions"]
         );
     }
 }

@@ -85,6 +85,8 @@ pub struct Options {
     pub desktop: crate::cli::DesktopArgs,
     /// `--no-ollama`: `ollama.*` not declared.
     pub no_ollama: bool,
+    /// `--claude-sessions`: Claude Code's sessions are shared.
+    pub claude_sessions: bool,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -180,6 +182,7 @@ impl Node {
             browser: browser.is_some(),
             desktop: desktop_host(&options.desktop),
             no_ollama: options.no_ollama,
+            claude: claude_sessions(options.claude_sessions),
             ..sensors_offer(&options.sensors)
         };
         let setup = tools::setup::Setup {
@@ -297,6 +300,31 @@ fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
             }),
         ..Default::default()
     }
+}
+
+/// Claude Code's sessions, when the owner shares them: the directory is
+/// found once, now. One that does not exist (yet) lists nothing, as
+/// OpenClaw's node answers without one.
+fn claude_sessions(on: bool) -> Option<tools::claude::Sessions> {
+    if !on {
+        return None;
+    }
+    let Some(projects) = tools::claude::projects_dir() else {
+        say("--claude-sessions: no home directory and no CLAUDE_CONFIG_DIR: the lists are empty");
+        return Some(tools::claude::Sessions::new(std::path::PathBuf::new()));
+    };
+    if !projects.is_dir() {
+        say(&format!(
+            "--claude-sessions: {} does not exist: the lists are empty until it does",
+            projects.display()
+        ));
+    } else {
+        say(&format!(
+            "claude sessions: shared from {}",
+            projects.display()
+        ));
+    }
+    Some(tools::claude::Sessions::new(projects))
 }
 
 /// The browser `browser.proxy` drives: the one named, else the first

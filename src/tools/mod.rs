@@ -13,6 +13,7 @@ pub mod audit;
 pub mod binding;
 pub mod browser;
 pub mod catalog;
+pub mod claude;
 pub mod cmdline;
 pub mod desktop;
 mod environment;
@@ -80,10 +81,12 @@ enum Tool {
     DesktopStream,
     OllamaModels,
     OllamaChat,
+    ClaudeList,
+    ClaudeRead,
 }
 
 impl Tool {
-    const ALL: [Tool; 25] = [
+    const ALL: [Tool; 27] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -109,6 +112,8 @@ impl Tool {
         Tool::DesktopStream,
         Tool::OllamaModels,
         Tool::OllamaChat,
+        Tool::ClaudeList,
+        Tool::ClaudeRead,
     ];
 
     /// The name on the wire.
@@ -139,6 +144,8 @@ impl Tool {
             Tool::DesktopStream => "desktop.stream",
             Tool::OllamaModels => "ollama.models",
             Tool::OllamaChat => "ollama.chat",
+            Tool::ClaudeList => "anthropic.claude.sessions.list.v1",
+            Tool::ClaudeRead => "anthropic.claude.sessions.read.v1",
         }
     }
 
@@ -152,6 +159,7 @@ impl Tool {
             Tool::Location => offer.location,
             Tool::DesktopStream => offer.desktop.is_some(),
             Tool::OllamaModels | Tool::OllamaChat => !offer.no_ollama,
+            Tool::ClaudeList | Tool::ClaudeRead => offer.claude.is_some(),
             _ => true,
         }
     }
@@ -169,6 +177,9 @@ impl Tool {
             Tool::DesktopStream => Some("--desktop-vnc-port PORT (this machine's VNC server)"),
             Tool::OllamaModels | Tool::OllamaChat => {
                 Some("Ollama inference, which --no-ollama turned off")
+            }
+            Tool::ClaudeList | Tool::ClaudeRead => {
+                Some("the owner's consent to share Claude Code transcripts (--claude-sessions)")
             }
             _ => None,
         }
@@ -196,6 +207,9 @@ pub struct Offer {
     /// `--no-ollama`: `ollama.*` not declared (they are by default, as
     /// OpenClaw declares them whether Ollama runs or not).
     pub no_ollama: bool,
+    /// Claude Code's sessions, when the owner shares them
+    /// (`--claude-sessions`).
+    pub claude: Option<claude::Sessions>,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -416,10 +430,14 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        // desktop.stream and OpenClaw's inference commands read their
-        // parameters their own way (and answer in OpenClaw's words).
+        // desktop.stream and OpenClaw's inference and Claude commands read
+        // their parameters their own way (and answer in OpenClaw's words).
         let params = match command {
-            Tool::DesktopStream | Tool::OllamaModels | Tool::OllamaChat => Value::Null,
+            Tool::DesktopStream
+            | Tool::OllamaModels
+            | Tool::OllamaChat
+            | Tool::ClaudeList
+            | Tool::ClaudeRead => Value::Null,
             _ => parse_params(inv.params_json)?,
         };
         let root = self.workspace.root().to_path_buf();
@@ -632,6 +650,24 @@ impl Tools {
                     prepared.run(left, timeout).await
                 });
                 (call, work as Work<'_>, false)
+            }
+            // Reads of the owner's transcripts, shared on purpose: safe.
+            Tool::ClaudeList | Tool::ClaudeRead => {
+                let sessions = self.offer.claude.clone().ok_or_else(|| {
+                    ToolError::new(
+                        "UNAVAILABLE",
+                        format!("{name} is not advertised by this node"),
+                    )
+                })?;
+                let (raw, cancel) = (inv.params_json.map(str::to_owned), inv.cancel.clone());
+                let work = self.blocking(move |_| {
+                    let stop = || cancel.is_cancelled();
+                    match command {
+                        Tool::ClaudeList => sessions.list(raw.as_deref(), &stop),
+                        _ => sessions.read(raw.as_deref(), &stop),
+                    }
+                });
+                (safe, Box::pin(work), false)
             }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against

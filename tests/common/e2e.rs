@@ -120,12 +120,12 @@ impl RealNode {
         Self::start_env(name, args, stdout, &[])
     }
 
-    /// The same with these variables set for the node.
+    /// The same, with these variables set (e.g. `CLAUDE_CONFIG_DIR`).
     pub fn start_env(
         name: &str,
         args: &[&str],
         stdout: Option<&std::path::Path>,
-        env: &[(String, PathBuf)],
+        env: &[(&str, &Path)],
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
@@ -139,7 +139,7 @@ impl RealNode {
             ),
             None => (Stdio::null(), Stdio::null()),
         };
-        let mut child = Self::spawn(dir.path(), name, args, stdin, stdout, env);
+        let mut child = Self::spawn_env(dir.path(), name, args, stdin, stdout, env);
         RealNode {
             stdin: child.stdin.take(),
             child,
@@ -150,16 +150,20 @@ impl RealNode {
         }
     }
 
-    pub fn spawn(
+    pub fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
+        Self::spawn_env(dir, name, args, stdin, stdout, &[])
+    }
+
+    fn spawn_env(
         dir: &Path,
         name: &str,
         args: &[&str],
         stdin: Stdio,
         stdout: Stdio,
-        env: &[(String, PathBuf)],
+        env: &[(&str, &Path)],
     ) -> Child {
         real_router()
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(env.iter().copied())
             .args(["node", "--display-name", name])
             .arg("--state-dir")
             .arg(dir.join("state"))
@@ -177,14 +181,7 @@ impl RealNode {
     /// workspace, as `name` with `args`.
     pub fn restart(&mut self, name: &str, args: &[&str]) {
         self.stop();
-        self.child = Self::spawn(
-            self._dir.path(),
-            name,
-            args,
-            Stdio::null(),
-            Stdio::null(),
-            &[],
-        );
+        self.child = Self::spawn(self._dir.path(), name, args, Stdio::null(), Stdio::null());
         self.name = name.to_owned();
     }
 
@@ -332,8 +329,8 @@ impl TheirNode {
         Self::start_env(name, config, &[])
     }
 
-    /// The same with these variables set for it (after the sandbox's).
-    pub fn start_env(name: &str, config: &Value, env: &[(String, PathBuf)]) -> Self {
+    /// The same, with these variables set (e.g. `CLAUDE_CONFIG_DIR`, `HOME`).
+    pub fn start_env(name: &str, config: &Value, env: &[(&str, &Path)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
         let url = std::env::var("OPENCLAW_GATEWAY_URL").unwrap();
@@ -342,9 +339,9 @@ impl TheirNode {
             .args(["node", "run", "--host", "127.0.0.1", "--port", &port])
             .args(["--no-tls", "--display-name", name])
             .envs(sandbox())
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("OPENCLAW_STATE_DIR", dir.path().join("state"))
             .env("OPENCLAW_CONFIG_PATH", dir.path().join("openclaw.json"))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.path().join("node.log")).unwrap())
             .stderr(std::fs::File::create(dir.path().join("node.err")).unwrap())

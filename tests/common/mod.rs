@@ -4,6 +4,9 @@
 
 #[cfg(target_os = "linux")]
 pub mod browser;
+#[cfg(unix)]
+pub mod claude;
+pub mod claude_pages;
 #[cfg(target_os = "linux")]
 pub mod desktop;
 #[cfg(unix)]

@@ -334,6 +334,9 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
     if o.no_ollama {
         args.push(word("--no-ollama"));
     }
+    if o.claude_sessions {
+        args.push(word("--claude-sessions"));
+    }
     let b = &o.browser;
     match b.browser.trim() {
         "" | "auto" => {}
