@@ -285,6 +285,15 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub browser: BrowserArgs,
 
+    /// Let OpenClaw's file transfers (file.fetch, file.stat, dir.list,
+    /// dir.fetch, file.write) reach this directory too, to read and write
+    /// (repeatable); the workspace always. The gateway still needs
+    /// `gateway.nodes.commands.allow` and its file-transfer path policy
+    /// (`plugins.entries.file-transfer.config`); our state and OpenClaw's
+    /// private files stay out of reach in every root.
+    #[arg(long = "file-root", value_name = "DIR")]
+    pub file_root: Vec<std::path::PathBuf>,
+
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but
     /// run without one (repeatable), e.g. `--mcp-server 'fs=npx -y

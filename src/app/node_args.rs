@@ -167,6 +167,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         log_level: args.log.least(),
         no_agent_tools: args.no_agent_tools,
         browser,
+        file_roots: args.file_root,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,

@@ -31,6 +31,7 @@ pub fn link_tools(
         asker,
         gateway: false,
         browser: None,
+        file_roots: &[],
     };
     let declared = crate::tools::catalog::ENTRIES
         .iter()

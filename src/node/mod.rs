@@ -79,6 +79,8 @@ pub struct Options {
     pub mcp: crate::tools::mcp_client::Setup,
     /// `--browser` and its rules.
     pub browser: crate::cli::BrowserArgs,
+    /// `--file-root`: more directories OpenClaw's file transfers may reach.
+    pub file_roots: Vec<PathBuf>,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -179,6 +181,7 @@ impl Node {
             asker: "OpenClaw",
             gateway: true,
             browser: browser.clone(),
+            file_roots: &options.file_roots,
         };
         let tools = tools::setup::hands(
             &setup,

@@ -14,6 +14,13 @@ pub fn content_budget(max_payload: usize) -> usize {
     (max_payload / 12).clamp(16 * 1024, 8 * 1024 * 1024)
 }
 
+/// Bytes of file one file transfer (`file.fetch`, `dir.fetch`) may carry:
+/// what fits the gateway's frame as base64 (4/3 of it), with room for the
+/// rest of the answer; at most OpenClaw's own 16 MiB.
+pub fn transfer_budget(max_payload: usize) -> usize {
+    (max_payload.saturating_sub(64 * 1024) / 4 * 3).min(16 * 1024 * 1024)
+}
+
 pub fn result_frame(
     id: String,
     node_id: String,
@@ -43,12 +50,31 @@ pub fn result_frame(
 /// Queues a result, made to fit the gateway's limit: the longest strings
 /// of the payload are cut (and `truncated` set) until it fits; only a
 /// payload that cannot shrink becomes a `PAYLOAD_TOO_LARGE` error. Never
-/// dropped silently.
-pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
+/// dropped silently. A file transfer's payload (`whole`) is never cut: the
+/// gateway checks its size and sha256, so a cut file would fail as an
+/// integrity error; one that cannot fit becomes an in-payload
+/// `FILE_TOO_LARGE` instead.
+pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: bool) {
     const ENVELOPE: usize = 1024;
     if let Some(text) = result.payload_json.take() {
-        match fit(text, max_payload.saturating_sub(ENVELOPE)) {
+        let limit = max_payload.saturating_sub(ENVELOPE);
+        let fitted = if whole {
+            fits(&text, limit).then_some(text).ok_or(0)
+        } else {
+            fit(text, limit)
+        };
+        match fitted {
             Ok(text) => result.payload_json = Some(text),
+            Err(_) if whole => {
+                let refusal = serde_json::json!({
+                    "ok": false,
+                    "code": "FILE_TOO_LARGE",
+                    "message": format!(
+                        "the answer would not fit the gateway's maxPayload of {max_payload} bytes; ask for less (maxBytes)"
+                    ),
+                });
+                result.payload_json = Some(refusal.to_string());
+            }
             Err(size) => {
                 result.ok = false;
                 result.error = Some(InvokeError {
@@ -69,12 +95,27 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
     }
 }
 
+/// Whether `text` travels within `limit` bytes once escaped inside the
+/// frame, counted without a copy (a file's base64 is megabytes).
+fn fits(text: &str, limit: usize) -> bool {
+    let escaped: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum();
+    escaped + 2 <= limit
+}
+
 /// `payload_json` as it will travel (escaped inside the frame) within
 /// `limit` bytes; the size it had when it cannot be made to fit.
 fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
     // Escaping grows text at most six-fold (a control byte becomes \u00XX):
     // most results are known to fit without serialising them again.
-    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit {
+    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit || fits(&payload_json, limit)
+    {
         return Ok(payload_json);
     }
     let framed = |text: &str| {

@@ -17,6 +17,7 @@ pub mod cmdline;
 mod environment;
 mod error;
 pub mod exec;
+pub mod files;
 pub mod forbidden;
 pub mod fs;
 pub mod host;
@@ -70,10 +71,15 @@ enum Tool {
     ApprovalsSet,
     BrowserProxy,
     BrowserUpload,
+    FileFetch,
+    FileStat,
+    DirList,
+    DirFetch,
+    FileWrite,
 }
 
 impl Tool {
-    const ALL: [Tool; 18] = [
+    const ALL: [Tool; 23] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -92,6 +98,11 @@ impl Tool {
         Tool::ApprovalsSet,
         Tool::BrowserProxy,
         Tool::BrowserUpload,
+        Tool::FileFetch,
+        Tool::FileStat,
+        Tool::DirList,
+        Tool::DirFetch,
+        Tool::FileWrite,
     ];
 
     /// The name on the wire.
@@ -115,6 +126,11 @@ impl Tool {
             Tool::ApprovalsSet => "system.execApprovals.set",
             Tool::BrowserProxy => "browser.proxy",
             Tool::BrowserUpload => "browser.proxy.upload.v1",
+            Tool::FileFetch => "file.fetch",
+            Tool::FileStat => "file.stat",
+            Tool::DirList => "dir.list",
+            Tool::DirFetch => "dir.fetch",
+            Tool::FileWrite => "file.write",
         }
     }
 
@@ -124,6 +140,13 @@ impl Tool {
         match self {
             Tool::Notify => host::can_notify(),
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
+            // Declared by default, as OpenClaw's node host declares them:
+            // the gateway runs none unless its `gateway.nodes.commands.allow`
+            // and its file-transfer path policy both allow it. Bindings are
+            // device and inode: Unix.
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                cfg!(unix)
+            }
             _ => true,
         }
     }
@@ -133,6 +156,9 @@ impl Tool {
         match self {
             Tool::BrowserProxy | Tool::BrowserUpload => {
                 Some("a browser, and none was found or named (--browser PATH)")
+            }
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                Some("a Unix node (file transfers bind a path to its device and inode)")
             }
             _ => None,
         }
@@ -164,6 +190,16 @@ fn offered(offer: &Offer) -> Vec<String> {
         .filter(|c| c.available(offer))
         .map(|c| c.name().to_owned())
         .collect()
+}
+
+/// Whether `command`'s answer carries a file or an archive as base64,
+/// whose size and sha256 the gateway checks: it gets its own budget (what
+/// the gateway's frame carries, not a share of it) and is never cut to fit.
+pub fn carries_files(command: &str) -> bool {
+    matches!(
+        Tool::parse(command),
+        Some(Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite)
+    )
 }
 
 /// Whether `command` runs a program whose output can be streamed while
@@ -218,6 +254,8 @@ pub struct Tools {
     plans: plans::Plans,
     /// The browser `browser.proxy` drives, when there is one.
     browser: Option<browser::Browser>,
+    /// Where OpenClaw's file transfers (file.*, dir.*) may reach.
+    files: Arc<files::Files>,
 }
 
 /// One invocation.
@@ -250,6 +288,7 @@ impl Tools {
         audit: audit::Audit,
         declared: Vec<String>,
         browser: Option<browser::Options>,
+        files: files::Files,
     ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
@@ -258,6 +297,7 @@ impl Tools {
             declared,
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
+            files: Arc::new(files),
         })
     }
 
@@ -509,6 +549,24 @@ impl Tools {
                 });
                 (call, work as Work<'_>, false)
             }
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                let op = match command {
+                    Tool::FileFetch => files::Op::Fetch,
+                    Tool::FileStat => files::Op::Stat,
+                    Tool::DirList => files::Op::List,
+                    Tool::DirFetch => files::Op::Archive,
+                    _ => files::Op::Write,
+                };
+                let request = files::Request::parse(op, params, max);
+                let call = Call::plain(name, request.risk(), request.summary());
+                let files = Arc::clone(&self.files);
+                let (timeout, asked, cancel) = (inv.timeout, Instant::now(), inv.cancel.clone());
+                let work = Box::pin(async move {
+                    let budget = timeout.saturating_sub(asked.elapsed());
+                    files.run(request, budget, cancel).await
+                });
+                (call, work as Work<'_>, false)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -653,6 +711,7 @@ mod tests {
             audit::Audit::open(&state),
             available_commands(),
             None,
+            files::Files::new(&Workspace::new(&ws).unwrap(), &[]).unwrap(),
         )
     }
 

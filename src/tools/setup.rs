@@ -24,6 +24,8 @@ pub struct Setup<'a> {
     pub gateway: bool,
     /// The browser `browser.proxy` drives (the node's, when found).
     pub browser: Option<super::browser::Options>,
+    /// More directories OpenClaw's file transfers may reach (`--file-root`).
+    pub file_roots: &'a [std::path::PathBuf],
 }
 
 /// The executor for `declared` commands. Under `--approval ask` without a
@@ -77,11 +79,13 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         policy.without_gateway()
     };
     let audit = Audit::open(setup.state_dir);
+    let files = super::files::Files::new(&workspace, setup.file_roots)?;
     Ok(Tools::new(
         workspace,
         policy,
         audit,
         declared,
         setup.browser.clone(),
+        files,
     ))
 }

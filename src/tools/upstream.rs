@@ -155,6 +155,7 @@ mod tests {
             audit::Audit::open(dir),
             vec![],
             None,
+            crate::tools::files::Files::new(&Workspace::new(&ws).unwrap(), &[]).unwrap(),
         )
     }
 
