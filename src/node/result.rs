@@ -55,34 +55,12 @@ pub fn result_frame(
 /// integrity error; one that cannot fit becomes an in-payload
 /// `FILE_TOO_LARGE` instead.
 pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: bool) {
-    const ENVELOPE: usize = 1024;
     if let Some(text) = result.payload_json.take() {
-        let limit = max_payload.saturating_sub(ENVELOPE);
-        let fitted = if whole {
-            fits(&text, limit).then_some(text).ok_or(0)
-        } else {
-            fit(text, limit)
-        };
-        match fitted {
+        match shaped(text, max_payload, whole) {
             Ok(text) => result.payload_json = Some(text),
-            Err(_) if whole => {
-                let refusal = serde_json::json!({
-                    "ok": false,
-                    "code": "FILE_TOO_LARGE",
-                    "message": format!(
-                        "the answer would not fit the gateway's maxPayload of {max_payload} bytes; ask for less (maxBytes)"
-                    ),
-                });
-                result.payload_json = Some(refusal.to_string());
-            }
-            Err(size) => {
+            Err(error) => {
                 result.ok = false;
-                result.error = Some(InvokeError {
-                    code: "PAYLOAD_TOO_LARGE".into(),
-                    message: format!(
-                        "the result is {size} bytes, over the gateway's limit of {max_payload}"
-                    ),
-                });
+                result.error = Some(error);
             }
         }
     }
@@ -93,6 +71,30 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
             short(&result.id)
         ));
     }
+}
+
+/// A payload as it may travel: fitted (cut, unless `whole`), or the
+/// error that replaces it.
+fn shaped(text: String, max_payload: usize, whole: bool) -> Result<String, InvokeError> {
+    const ENVELOPE: usize = 1024;
+    let limit = max_payload.saturating_sub(ENVELOPE);
+    if whole {
+        if fits(&text, limit) {
+            return Ok(text);
+        }
+        let refusal = serde_json::json!({
+            "ok": false,
+            "code": "FILE_TOO_LARGE",
+            "message": format!(
+                "the answer would not fit the gateway's maxPayload of {max_payload} bytes; ask for less (maxBytes)"
+            ),
+        });
+        return Ok(refusal.to_string());
+    }
+    fit(text, limit).map_err(|size| InvokeError {
+        code: "PAYLOAD_TOO_LARGE".into(),
+        message: format!("the result is {size} bytes, over the gateway's limit of {max_payload}"),
+    })
 }
 
 /// Whether `text` travels within `limit` bytes once escaped inside the
@@ -173,6 +175,34 @@ fn halve_longest_string(value: &mut Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_file_is_never_cut_to_fit_it_is_refused_whole() {
+        let file = json!({"ok": true, "base64": "QUJD".repeat(1000), "sha256": "x"}).to_string();
+        assert_eq!(shaped(file.clone(), 1 << 20, true).unwrap(), file);
+        let refused: Value =
+            serde_json::from_str(&shaped(file.clone(), 2048, true).unwrap()).unwrap();
+        assert_eq!(refused["ok"], false);
+        assert_eq!(refused["code"], "FILE_TOO_LARGE");
+        // Anything else is cut, and says so.
+        let cut: Value = serde_json::from_str(&shaped(file, 2048, false).unwrap()).unwrap();
+        assert_eq!(cut["truncated"], true);
+    }
+
+    #[test]
+    fn a_16_mib_file_fits_openclaws_frame_and_its_budget() {
+        assert_eq!(transfer_budget(26_214_400), 16 * 1024 * 1024);
+        let base64_len = (16usize << 20).div_ceil(3) * 4;
+        assert!(fits(&"A".repeat(base64_len + 400), 26_214_400 - 1024));
+        assert_eq!(transfer_budget(1 << 20), ((1 << 20) - 65536) / 4 * 3);
+    }
+
+    #[test]
+    fn escaping_is_counted_as_json_writes_it() {
+        assert!(fits("ab", 4));
+        assert!(!fits("a\"", 4));
+        assert!(fits("\u{1}", 8) && !fits("\u{1}", 7));
+    }
 
     #[test]
     fn oversized_results_become_an_error() {
