@@ -309,7 +309,11 @@ fn e2e_a_16_mib_file_arrives_whole() {
     let saved = text
         .split("saved at ")
         .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
+        // The tool's text comes back JSON-escaped inside the model's echo.
+        .and_then(|rest| {
+            rest.split(|c: char| c.is_whitespace() || c == '\\' || c == '"')
+                .next()
+        })
         .unwrap_or_else(|| panic!("no saved path in {text}"));
     assert_eq!(sha(&std::fs::read(saved).unwrap()), sha(&data));
     drop(node);
