@@ -345,6 +345,14 @@ pub struct NodeArgs {
     /// them whenever that directory exists.)
     #[arg(long)]
     pub claude_sessions: bool,
+    /// Let OpenClaw's file transfers (file.fetch, file.stat, dir.list,
+    /// dir.fetch, file.write) reach this directory too, to read and write
+    /// (repeatable); the workspace always. The gateway still needs
+    /// `gateway.nodes.commands.allow` and its file-transfer path policy
+    /// (`plugins.entries.file-transfer.config`); our state and OpenClaw's
+    /// private files stay out of reach in every root.
+    #[arg(long = "file-root", value_name = "DIR")]
+    pub file_root: Vec<std::path::PathBuf>,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

@@ -422,6 +422,25 @@ async fn the_service_keeps_sharing_claude_sessions_only_if_installed_so() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_service_keeps_its_file_roots_as_absolute_paths() {
+    let gw = FakeGateway::start(Config::default()).await;
+    let root = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(root.path()).unwrap();
+    let m = FakeSystemd::new();
+    let out = m.install(&gw.url(), &["--file-root", root.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    assert!(
+        unit.contains(&format!(" --file-root {}", real.display())),
+        "{unit}"
+    );
+    let missing = FakeSystemd::new();
+    let out = missing.install(&gw.url(), &["--file-root", "/nonexistent/root"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("--file-root"), "{}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() {
     let gw = FakeGateway::start(Config::default()).await;
     // A browser named by path (a stand-in: install only checks it is there).

@@ -32,6 +32,7 @@ pub fn link_tools(
         gateway: false,
         browser: None,
         offer: Default::default(),
+        file_roots: &[],
     };
     let declared = crate::tools::catalog::ENTRIES
         .iter()

@@ -148,6 +148,10 @@ mod tests {
         );
         assert!(caps(&[]).is_empty());
         assert_eq!(
+            caps(&declared(&["file.fetch", "dir.list", "file.write"])),
+            ["file"]
+        );
+        assert_eq!(
             caps(&declared(&["browser.proxy", "browser.proxy.upload.v1"])),
             ["browser"]
         );

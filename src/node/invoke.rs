@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::result::{content_budget, result_frame, send_result};
+use super::result::{content_budget, result_frame, send_result, transfer_budget};
 use super::{Node, events, mcp_publish, progress};
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::InvokeRequest;
@@ -42,6 +42,8 @@ impl Node {
         } else {
             request.node_id.clone()
         };
+        // A file transfer's answer is a file: its own budget, never cut.
+        let whole = tools::carries_files(&request.command);
         tokio::spawn(async move {
             let params_json = request.params_json.clone();
             // A program's output streams while it runs; the result follows
@@ -62,7 +64,11 @@ impl Node {
                 command: &request.command,
                 params_json: request.params_json.as_deref(),
                 timeout: work_time(&request.command, request.timeout_ms),
-                max_bytes: content_budget(max_payload),
+                max_bytes: if whole {
+                    transfer_budget(max_payload)
+                } else {
+                    content_budget(max_payload)
+                },
                 cancel,
                 tap,
                 // A published tool's call names its agent only in its
@@ -132,7 +138,12 @@ impl Node {
             }
             let id = request.id.clone();
             let _ = tokio::task::spawn_blocking(move || {
-                send_result(&outbox, result_frame(id, node_id, outcome), max_payload);
+                send_result(
+                    &outbox,
+                    result_frame(id, node_id, outcome),
+                    max_payload,
+                    whole,
+                );
             })
             .await;
             let _ = done.send(request.id);

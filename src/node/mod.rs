@@ -87,6 +87,8 @@ pub struct Options {
     pub no_ollama: bool,
     /// `--claude-sessions`: Claude Code's sessions are shared.
     pub claude_sessions: bool,
+    /// `--file-root`: more directories OpenClaw's file transfers may reach.
+    pub file_roots: Vec<PathBuf>,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -195,6 +197,7 @@ impl Node {
             gateway: true,
             browser: browser.clone(),
             offer: offer.clone(),
+            file_roots: &options.file_roots,
         };
         let tools = tools::setup::hands(
             &setup,

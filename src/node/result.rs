@@ -14,6 +14,13 @@ pub fn content_budget(max_payload: usize) -> usize {
     (max_payload / 12).clamp(16 * 1024, 8 * 1024 * 1024)
 }
 
+/// Bytes of file one file transfer (`file.fetch`, `dir.fetch`) may carry:
+/// what fits the gateway's frame as base64 (4/3 of it), with room for the
+/// rest of the answer; at most OpenClaw's own 16 MiB.
+pub fn transfer_budget(max_payload: usize) -> usize {
+    (max_payload.saturating_sub(64 * 1024) / 4 * 3).min(16 * 1024 * 1024)
+}
+
 pub fn result_frame(
     id: String,
     node_id: String,
@@ -43,20 +50,17 @@ pub fn result_frame(
 /// Queues a result, made to fit the gateway's limit: the longest strings
 /// of the payload are cut (and `truncated` set) until it fits; only a
 /// payload that cannot shrink becomes a `PAYLOAD_TOO_LARGE` error. Never
-/// dropped silently.
-pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize) {
-    const ENVELOPE: usize = 1024;
+/// dropped silently. A file transfer's payload (`whole`) is never cut: the
+/// gateway checks its size and sha256, so a cut file would fail as an
+/// integrity error; one that cannot fit becomes an in-payload
+/// `FILE_TOO_LARGE` instead.
+pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: bool) {
     if let Some(text) = result.payload_json.take() {
-        match fit(text, max_payload.saturating_sub(ENVELOPE)) {
+        match shaped(text, max_payload, whole) {
             Ok(text) => result.payload_json = Some(text),
-            Err(size) => {
+            Err(error) => {
                 result.ok = false;
-                result.error = Some(InvokeError {
-                    code: "PAYLOAD_TOO_LARGE".into(),
-                    message: format!(
-                        "the result is {size} bytes, over the gateway's limit of {max_payload}"
-                    ),
-                });
+                result.error = Some(error);
             }
         }
     }
@@ -69,12 +73,51 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
     }
 }
 
+/// A payload as it may travel: fitted (cut, unless `whole`), or the
+/// error that replaces it.
+fn shaped(text: String, max_payload: usize, whole: bool) -> Result<String, InvokeError> {
+    const ENVELOPE: usize = 1024;
+    let limit = max_payload.saturating_sub(ENVELOPE);
+    if whole {
+        if fits(&text, limit) {
+            return Ok(text);
+        }
+        let refusal = serde_json::json!({
+            "ok": false,
+            "code": "FILE_TOO_LARGE",
+            "message": format!(
+                "the answer would not fit the gateway's maxPayload of {max_payload} bytes; ask for less (maxBytes)"
+            ),
+        });
+        return Ok(refusal.to_string());
+    }
+    fit(text, limit).map_err(|size| InvokeError {
+        code: "PAYLOAD_TOO_LARGE".into(),
+        message: format!("the result is {size} bytes, over the gateway's limit of {max_payload}"),
+    })
+}
+
+/// Whether `text` travels within `limit` bytes once escaped inside the
+/// frame, counted without a copy (a file's base64 is megabytes).
+fn fits(text: &str, limit: usize) -> bool {
+    let escaped: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum();
+    escaped + 2 <= limit
+}
+
 /// `payload_json` as it will travel (escaped inside the frame) within
 /// `limit` bytes; the size it had when it cannot be made to fit.
 fn fit(payload_json: String, limit: usize) -> Result<String, usize> {
     // Escaping grows text at most six-fold (a control byte becomes \u00XX):
     // most results are known to fit without serialising them again.
-    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit {
+    if payload_json.len().saturating_mul(6).saturating_add(2) <= limit || fits(&payload_json, limit)
+    {
         return Ok(payload_json);
     }
     let framed = |text: &str| {
@@ -132,6 +175,34 @@ fn halve_longest_string(value: &mut Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_file_is_never_cut_to_fit_it_is_refused_whole() {
+        let file = json!({"ok": true, "base64": "QUJD".repeat(1000), "sha256": "x"}).to_string();
+        assert_eq!(shaped(file.clone(), 1 << 20, true).unwrap(), file);
+        let refused: Value =
+            serde_json::from_str(&shaped(file.clone(), 2048, true).unwrap()).unwrap();
+        assert_eq!(refused["ok"], false);
+        assert_eq!(refused["code"], "FILE_TOO_LARGE");
+        // Anything else is cut, and says so.
+        let cut: Value = serde_json::from_str(&shaped(file, 2048, false).unwrap()).unwrap();
+        assert_eq!(cut["truncated"], true);
+    }
+
+    #[test]
+    fn a_16_mib_file_fits_openclaws_frame_and_its_budget() {
+        assert_eq!(transfer_budget(26_214_400), 16 * 1024 * 1024);
+        let base64_len = (16usize << 20).div_ceil(3) * 4;
+        assert!(fits(&"A".repeat(base64_len + 400), 26_214_400 - 1024));
+        assert_eq!(transfer_budget(1 << 20), ((1 << 20) - 65536) / 4 * 3);
+    }
+
+    #[test]
+    fn escaping_is_counted_as_json_writes_it() {
+        assert!(fits("ab", 4));
+        assert!(!fits("a\"", 4));
+        assert!(fits("\u{1}", 8) && !fits("\u{1}", 7));
+    }
 
     #[test]
     fn oversized_results_become_an_error() {

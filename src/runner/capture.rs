@@ -70,8 +70,26 @@ impl Capture {
         self.tail.extend(chunk);
     }
 
+    /// A capture that keeps the first `limit` bytes whole (no tail), for
+    /// output that is data rather than text: an archive is useless cut in
+    /// the middle, so its caller refuses it once [`Capture::total`] passes
+    /// `limit`.
+    pub fn whole(limit: usize) -> Self {
+        Self {
+            head_cap: limit,
+            tail_cap: 0,
+            head: Vec::with_capacity(limit.min(64 * 1024)),
+            tail: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    /// The bytes kept, undecoded, and how many were seen in all.
+    pub fn into_bytes(self) -> (Vec<u8>, u64) {
+        (self.head, self.total)
+    }
+
     /// Total bytes seen, kept or not.
-    #[cfg(test)]
     pub fn total(&self) -> u64 {
         self.total
     }

@@ -157,6 +157,69 @@ pub struct SpawnError {
 /// Runs `spec` to completion. `cancel` resolving stops the tree the same way
 /// the deadline does.
 pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcome, SpawnError> {
+    let ran = run_with(spec, cancel, None).await?;
+    let mut captured = ran.captures.into_iter().map(Capture::finish);
+    Ok(Outcome {
+        output: captured.next().unwrap_or_else(|| Capture::new(0).finish()),
+        stderr: captured.next(),
+        end: ran.end,
+        status: ran.status,
+        duration: ran.duration,
+    })
+}
+
+/// A finished run whose stdout is data (an archive), kept byte for byte.
+#[derive(Debug)]
+pub struct Bytes {
+    /// stdout, whole: at most `Spec::max_output` bytes.
+    pub stdout: Vec<u8>,
+    /// stdout went past `Spec::max_output`: the tree was stopped there
+    /// (`end` is `Cancelled`) and `stdout` is only its start.
+    pub overflowed: bool,
+    /// stderr, captured apart as text (head and tail).
+    pub stderr: Captured,
+    pub end: End,
+    pub status: Option<ExitStatus>,
+}
+
+/// Runs `spec` as [`run`] does, but keeps stdout whole and undecoded (stderr
+/// has a pipe of its own); output past `max_output` stops the tree at once
+/// rather than being cut in the middle.
+pub async fn run_bytes(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Bytes, SpawnError> {
+    let spec = Spec {
+        split_stderr: true,
+        stop_after_json: None,
+        ..spec.clone()
+    };
+    let overflow = Arc::new(Notify::new());
+    let ran = run_with(&spec, cancel, Some(Arc::clone(&overflow))).await?;
+    let mut captures = ran.captures.into_iter();
+    let (stdout, total) = captures.next().map(Capture::into_bytes).unwrap_or_default();
+    Ok(Bytes {
+        overflowed: total > spec.max_output as u64,
+        stdout,
+        stderr: captures.next().unwrap_or_else(|| Capture::new(0)).finish(),
+        end: ran.end,
+        status: ran.status,
+    })
+}
+
+/// What every run ends with, before its captures are read.
+struct Ran {
+    captures: Vec<Capture>,
+    end: End,
+    status: Option<ExitStatus>,
+    duration: Duration,
+}
+
+/// The one spawning path. `whole`: stdout is kept whole (see
+/// [`Capture::whole`]) and this is notified, and the tree stopped, once it
+/// passes `max_output`.
+async fn run_with(
+    spec: &Spec,
+    cancel: impl Future<Output = ()>,
+    whole: Option<Arc<Notify>>,
+) -> Result<Ran, SpawnError> {
     let started = Instant::now();
     let deadline = started + spec.timeout;
     let spawn_error = |source| SpawnError {
@@ -207,9 +270,16 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         spec.max_output,
         json_done.clone(),
         spec.tap.clone(),
+        whole.clone(),
     );
 
     tokio::pin!(cancel);
+    let overflowed = async {
+        match &whole {
+            Some(over) => over.notified().await,
+            None => std::future::pending().await,
+        }
+    };
     let json_complete = async {
         match &json_done {
             Some((_, done)) => done.notified().await,
@@ -221,6 +291,7 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
         never = keep_the_sentinel() => match never {},
         _ = tokio::time::sleep_until(deadline) => (End::TimedOut, None),
         _ = &mut cancel => (End::Cancelled, None),
+        _ = overflowed => (End::Cancelled, None),
         _ = json_complete => {
             // The answer is whole; a process about to exit gets a moment.
             match tokio::time::timeout(LINGER, tree.wait()).await {
@@ -239,10 +310,8 @@ pub async fn run(spec: &Spec, cancel: impl Future<Output = ()>) -> Result<Outcom
     pump.eof_by(Instant::now() + DRAIN).await;
     tree.disarm();
 
-    let mut captured = pump.finish().await.into_iter();
-    Ok(Outcome {
-        output: captured.next().unwrap_or_else(|| Capture::new(0).finish()),
-        stderr: captured.next(),
+    Ok(Ran {
+        captures: pump.finish().await,
         end,
         status,
         duration: started.elapsed(),
@@ -411,8 +480,15 @@ struct Reader {
 
 impl Pump {
     /// `json_done`, if given, is notified once the first pipe has carried
-    /// a complete JSON object its function accepts.
-    fn start<R>(pipes: Vec<R>, limit: usize, json_done: Option<JsonWatch>, tap: Option<Tap>) -> Self
+    /// a complete JSON object its function accepts; `whole`, once the first
+    /// pipe (kept whole) has carried more than `limit` bytes.
+    fn start<R>(
+        pipes: Vec<R>,
+        limit: usize,
+        json_done: Option<JsonWatch>,
+        tap: Option<Tap>,
+        whole: Option<Arc<Notify>>,
+    ) -> Self
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
@@ -426,8 +502,12 @@ impl Pump {
                     .filter(|_| i == 0)
                     .map(|(accept, done)| (JsonEnd::new(accept), done));
                 let tap = tap.clone();
+                let whole = whole.clone().filter(|_| i == 0);
                 let task = tokio::spawn(async move {
-                    let mut capture = Capture::new(limit);
+                    let mut capture = match whole {
+                        Some(_) => Capture::whole(limit),
+                        None => Capture::new(limit),
+                    };
                     // Read into spare capacity: never zeroed, so a short
                     // output touches one page of it, not sixteen.
                     let mut buf = Vec::with_capacity(READ_CHUNK);
@@ -440,6 +520,11 @@ impl Pump {
                                 Ok(0) => break,
                                 Ok(_) => {
                                     capture.push(&buf);
+                                    if let Some(over) = &whole
+                                        && capture.total() > limit as u64 {
+                                            over.notify_one();
+                                            break;
+                                        }
                                     if let Some(tap) = &tap {
                                         tap.offer(&buf);
                                     }
@@ -487,7 +572,7 @@ impl Pump {
 
     /// Stops reading (where still reading) and hands over what was captured,
     /// one per pipe.
-    async fn finish(self) -> Vec<Captured> {
+    async fn finish(self) -> Vec<Capture> {
         let mut out = Vec::with_capacity(self.readers.len());
         for mut reader in self.readers {
             if let Some(stop) = reader.stop.take() {
@@ -496,7 +581,7 @@ impl Pump {
             if let Some(task) = reader.task.take() {
                 reader.done = task.await.ok();
             }
-            out.push(reader.done.unwrap_or_else(|| Capture::new(0)).finish());
+            out.push(reader.done.unwrap_or_else(|| Capture::new(0)));
         }
         out
     }
@@ -622,6 +707,34 @@ mod tests {
             stop_after_json: None,
             tap: None,
         }
+    }
+
+    #[tokio::test]
+    async fn bytes_are_kept_whole_and_undecoded() {
+        let spec = Spec {
+            max_output: 1 << 20,
+            ..sh("printf '\\377\\000\\376'; echo oops >&2", false)
+        };
+        let ran = run_bytes(&spec, std::future::pending()).await.unwrap();
+        assert_eq!(ran.stdout, b"\xff\x00\xfe");
+        assert!(!ran.overflowed);
+        assert_eq!(ran.stderr.head, "oops\n");
+        assert_eq!(ran.end, End::Exited);
+    }
+
+    #[tokio::test]
+    async fn bytes_past_the_cap_stop_the_run_at_once() {
+        let spec = Spec {
+            max_output: 4096,
+            timeout: Duration::from_secs(30),
+            ..sh("exec cat /dev/zero", false)
+        };
+        let started = std::time::Instant::now();
+        let ran = run_bytes(&spec, std::future::pending()).await.unwrap();
+        assert!(ran.overflowed);
+        assert_eq!(ran.stdout.len(), 4096);
+        assert_eq!(ran.end, End::Cancelled);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[tokio::test]

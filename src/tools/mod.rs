@@ -19,6 +19,7 @@ pub mod desktop;
 mod environment;
 mod error;
 pub mod exec;
+pub mod files;
 pub mod forbidden;
 pub mod fs;
 pub mod host;
@@ -83,10 +84,15 @@ enum Tool {
     OllamaChat,
     ClaudeList,
     ClaudeRead,
+    FileFetch,
+    FileStat,
+    DirList,
+    DirFetch,
+    FileWrite,
 }
 
 impl Tool {
-    const ALL: [Tool; 27] = [
+    const ALL: [Tool; 32] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -114,6 +120,11 @@ impl Tool {
         Tool::OllamaChat,
         Tool::ClaudeList,
         Tool::ClaudeRead,
+        Tool::FileFetch,
+        Tool::FileStat,
+        Tool::DirList,
+        Tool::DirFetch,
+        Tool::FileWrite,
     ];
 
     /// The name on the wire.
@@ -146,6 +157,11 @@ impl Tool {
             Tool::OllamaChat => "ollama.chat",
             Tool::ClaudeList => "anthropic.claude.sessions.list.v1",
             Tool::ClaudeRead => "anthropic.claude.sessions.read.v1",
+            Tool::FileFetch => "file.fetch",
+            Tool::FileStat => "file.stat",
+            Tool::DirList => "dir.list",
+            Tool::DirFetch => "dir.fetch",
+            Tool::FileWrite => "file.write",
         }
     }
 
@@ -160,6 +176,13 @@ impl Tool {
             Tool::DesktopStream => offer.desktop.is_some(),
             Tool::OllamaModels | Tool::OllamaChat => !offer.no_ollama,
             Tool::ClaudeList | Tool::ClaudeRead => offer.claude.is_some(),
+            // Declared by default, as OpenClaw's node host declares them:
+            // the gateway runs none unless its `gateway.nodes.commands.allow`
+            // and its file-transfer path policy both allow it. Bindings are
+            // device and inode: Unix.
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                cfg!(unix)
+            }
             _ => true,
         }
     }
@@ -180,6 +203,9 @@ impl Tool {
             }
             Tool::ClaudeList | Tool::ClaudeRead => {
                 Some("the owner's consent to share Claude Code transcripts (--claude-sessions)")
+            }
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                Some("a Unix node (file transfers bind a path to its device and inode)")
             }
             _ => None,
         }
@@ -225,6 +251,16 @@ fn offered(offer: &Offer) -> Vec<String> {
         .filter(|c| c.available(offer))
         .map(|c| c.name().to_owned())
         .collect()
+}
+
+/// Whether `command`'s answer carries a file or an archive as base64,
+/// whose size and sha256 the gateway checks: it gets its own budget (what
+/// the gateway's frame carries, not a share of it) and is never cut to fit.
+pub fn carries_files(command: &str) -> bool {
+    matches!(
+        Tool::parse(command),
+        Some(Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite)
+    )
 }
 
 /// Whether `command` runs a program whose output can be streamed while
@@ -290,6 +326,8 @@ pub struct Tools {
     browser: Option<browser::Browser>,
     /// What the owner turned on.
     offer: Offer,
+    /// Where OpenClaw's file transfers (file.*, dir.*) may reach.
+    files: Arc<files::Files>,
 }
 
 /// One invocation.
@@ -326,6 +364,7 @@ impl Tools {
         declared: Vec<String>,
         browser: Option<browser::Options>,
         offer: Offer,
+        files: files::Files,
     ) -> Arc<Self> {
         Arc::new(Self {
             workspace,
@@ -335,6 +374,7 @@ impl Tools {
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
             offer,
+            files: Arc::new(files),
         })
     }
 
@@ -669,6 +709,24 @@ impl Tools {
                 });
                 (safe, Box::pin(work), false)
             }
+            Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
+                let op = match command {
+                    Tool::FileFetch => files::Op::Fetch,
+                    Tool::FileStat => files::Op::Stat,
+                    Tool::DirList => files::Op::List,
+                    Tool::DirFetch => files::Op::Archive,
+                    _ => files::Op::Write,
+                };
+                let request = files::Request::parse(op, params, max);
+                let call = Call::plain(name, request.risk(), request.summary());
+                let files = Arc::clone(&self.files);
+                let (timeout, asked, cancel) = (inv.timeout, Instant::now(), inv.cancel.clone());
+                let work = Box::pin(async move {
+                    let budget = timeout.saturating_sub(asked.elapsed());
+                    files.run(request, budget, cancel).await
+                });
+                (call, work as Work<'_>, false)
+            }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against
                 // the plan it was given for (system.run only).
@@ -814,6 +872,7 @@ mod tests {
             available_commands(),
             None,
             Offer::default(),
+            files::Files::new(&Workspace::new(&ws).unwrap(), &[]).unwrap(),
         )
     }
 

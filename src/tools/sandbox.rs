@@ -167,6 +167,24 @@ impl Workspace {
         })
     }
 
+    /// Another root under the same protection: what this workspace keeps
+    /// out of every tool's reach stays out of reach under `root` too (the
+    /// owner's `--file-root` directories).
+    pub fn rooted_at(&self, root: &Path) -> io::Result<Self> {
+        let mut other = Self::new(root)?;
+        other.protected = self.protected.clone();
+        other.identities = self.identities.clone();
+        Ok(other)
+    }
+
+    /// Whether an absolute, normalised path lies under the root as
+    /// spelled canonically or as configured (judged on the text alone).
+    pub fn contains_spelling(&self, path: &Path) -> bool {
+        std::iter::once(&self.root)
+            .chain(&self.given)
+            .any(|root| path.starts_with(root))
+    }
+
     /// Puts `path` (a file or a directory, existing or not) out of every
     /// tool's reach, even when it lies inside the workspace, under any name.
     pub fn protect(&mut self, path: &Path) {

@@ -26,6 +26,8 @@ pub struct Setup<'a> {
     pub browser: Option<super::browser::Options>,
     /// What the owner turned on.
     pub offer: super::Offer,
+    /// More directories OpenClaw's file transfers may reach (`--file-root`).
+    pub file_roots: &'a [std::path::PathBuf],
 }
 
 /// The executor for `declared` commands. Under `--approval ask` without a
@@ -79,6 +81,7 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         policy.without_gateway()
     };
     let audit = Audit::open(setup.state_dir);
+    let files = super::files::Files::new(&workspace, setup.file_roots)?;
     Ok(Tools::new(
         workspace,
         policy,
@@ -86,5 +89,6 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
         declared,
         setup.browser.clone(),
         setup.offer.clone(),
+        files,
     ))
 }

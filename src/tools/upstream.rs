@@ -156,6 +156,7 @@ mod tests {
             vec![],
             None,
             crate::tools::Offer::default(),
+            crate::tools::files::Files::new(&Workspace::new(&ws).unwrap(), &[]).unwrap(),
         )
     }
 

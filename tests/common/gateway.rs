@@ -445,11 +445,22 @@ impl FakeGateway {
 
     /// Sends `node.invoke.request` and returns its id.
     pub fn request(&self, command: &str, params: &str, timeout_ms: u64) -> String {
+        self.request_keyed(
+            command,
+            params,
+            timeout_ms,
+            &uuid::Uuid::new_v4().to_string(),
+        )
+    }
+
+    /// The same with an idempotency key of the caller's (OpenClaw's
+    /// file-transfer policy sends its preflight and the real call with one).
+    pub fn request_keyed(&self, command: &str, params: &str, timeout_ms: u64, key: &str) -> String {
         let id = uuid::Uuid::new_v4().to_string();
         self.send_event(
             "node.invoke.request",
             json!({"id": id, "nodeId": "node", "command": command, "paramsJSON": params,
-                   "timeoutMs": timeout_ms, "idempotencyKey": uuid::Uuid::new_v4().to_string()}),
+                   "timeoutMs": timeout_ms, "idempotencyKey": key}),
         );
         id
     }
@@ -655,7 +666,12 @@ where
     } = hub.clone();
     let mut to_node = to_node.subscribe();
     let mut run_events = to_operators.subscribe();
-    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
+    // OpenClaw's gateway takes frames up to its maxPayload (25 MiB): a
+    // 16 MiB file as base64 is one frame of about 22 MB.
+    let limits = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(64 << 20))
+        .max_frame_size(Some(64 << 20));
+    let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(limits)).await else {
         return;
     };
     let (mut tx, mut rx) = ws.split();

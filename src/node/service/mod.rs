@@ -382,6 +382,13 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
             args.push(word(flag));
         }
     }
+    // As absolute paths: the service does not start where this shell is.
+    for root in &o.file_roots {
+        let root = root
+            .canonicalize()
+            .map_err(|e| format!("--file-root {}: {e}", root.display()))?;
+        args.extend([word("--file-root"), root.to_string_lossy().into_owned()]);
+    }
     for server in &o.mcp.flags {
         args.extend([word("--mcp-server"), server.clone()]);
     }
