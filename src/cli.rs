@@ -228,6 +228,25 @@ pub struct SensorArgs {
     pub location: bool,
 }
 
+/// The desktop an agent may see and drive: off unless the owner turns it
+/// on, as OpenClaw's computer-use node commands (its `cua-computer`
+/// plugin, `plugins.entries.cua-computer.enabled`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScreenArgs {
+    /// Let agents see this machine's X display (the node's DISPLAY at
+    /// start): `screen.snapshot`, the `nodes` tool's `screen_snapshot`,
+    /// through FFmpeg's x11grab (Linux, ffmpeg on PATH). Safe once on.
+    #[arg(long)]
+    pub screen: bool,
+
+    /// Let agents drive its pointer and keyboard too (`computer.act`, the
+    /// agent's `computer` tool; implies --screen) through xdotool (Linux).
+    /// Each action is a risky call: asked, or pre-approved with
+    /// --allow-command computer.act.
+    #[arg(long)]
+    pub computer: bool,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -309,6 +328,9 @@ pub struct NodeArgs {
 
     #[command(flatten)]
     pub sensors: SensorArgs,
+
+    #[command(flatten)]
+    pub screen: ScreenArgs,
 
     /// Bring a local MCP server's tools to the gateway's agents:
     /// NAME=COMMAND [ARGS…] as one value, split as a shell splits words but

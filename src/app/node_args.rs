@@ -168,6 +168,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         no_agent_tools: args.no_agent_tools,
         browser,
         sensors: args.sensors,
+        screen: args.screen,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,

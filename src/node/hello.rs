@@ -80,6 +80,10 @@ impl Node {
             role: "node".into(),
             scopes,
             device: Some(device),
+            computer_use: self
+                .tools
+                .computer_use()
+                .and_then(|d| serde_json::to_value(d).ok()),
         }
     }
 }
@@ -89,7 +93,9 @@ impl Node {
 /// files them), the browser's `browser` (what the gateway looks for in a
 /// browser node), the seed's tools `file`.
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 5] = ["system", "file", "browser", "camera", "location"];
+    const ORDER: [&str; 7] = [
+        "system", "file", "browser", "camera", "location", "screen", "computer",
+    ];
     ORDER
         .into_iter()
         .filter(|cap| declared.iter().any(|c| cap_of(c) == *cap))
@@ -104,6 +110,8 @@ fn cap_of(command: &str) -> &'static str {
         c if c.starts_with("browser.") => "browser",
         c if c.starts_with("camera.") => "camera",
         "location.get" => "location",
+        "screen.snapshot" => "screen",
+        "computer.act" => "computer",
         _ => "file",
     }
 }
@@ -141,6 +149,10 @@ mod tests {
         assert_eq!(
             caps(&declared(&["location.get", "camera.snap", "camera.list"])),
             ["camera", "location"]
+        );
+        assert_eq!(
+            caps(&declared(&["computer.act", "screen.snapshot"])),
+            ["screen", "computer"]
         );
     }
 }

@@ -81,6 +81,8 @@ pub struct Options {
     pub browser: crate::cli::BrowserArgs,
     /// Cameras and location, when the owner turned them on.
     pub sensors: crate::cli::SensorArgs,
+    /// The X display, when the owner turned it on.
+    pub screen: crate::cli::ScreenArgs,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -174,6 +176,7 @@ impl Node {
         let browser = browser_options(&options.browser, &options.state_dir)?;
         let offer = tools::Offer {
             browser: browser.is_some(),
+            screen: screen_offer(&options.screen),
             ..sensors_offer(&options.sensors)
         };
         let setup = tools::setup::Setup {
@@ -248,9 +251,41 @@ impl Node {
     }
 }
 
-/// The browser `browser.proxy` drives: the one named, else the first
-/// found (none found: the commands are not declared, as OpenClaw's node
-/// host leaves them out without a browser); `off`: none.
+/// The X display, when the owner turned it on and this machine can serve
+/// it (said once, with why, when it cannot).
+fn screen_offer(args: &crate::cli::ScreenArgs) -> Option<tools::screen::Offer> {
+    use tools::screen;
+    if !args.screen && !args.computer {
+        return None;
+    }
+    let flag = if args.computer {
+        "--computer"
+    } else {
+        "--screen"
+    };
+    let why = if !screen::SUPPORTED {
+        "only Linux nodes offer it".to_owned()
+    } else if let Some(display) = screen::display() {
+        match (
+            screen::ffmpeg(),
+            args.computer && screen::xdotool().is_none(),
+        ) {
+            (None, _) => "ffmpeg was not found".to_owned(),
+            (Some(_), true) => "xdotool was not found".to_owned(),
+            (Some(_), false) => {
+                return Some(screen::Offer {
+                    display,
+                    computer: args.computer,
+                });
+            }
+        }
+    } else {
+        "no X display (DISPLAY is not set)".to_owned()
+    };
+    crate::shared::log::warn(&format!("{flag}: {why}; not offered"));
+    None
+}
+
 /// The sensors the owner turned on that this machine can serve; each one
 /// turned on that cannot be is said once, with why.
 fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
@@ -279,6 +314,9 @@ fn sensors_offer(args: &crate::cli::SensorArgs) -> tools::Offer {
     }
 }
 
+/// The browser `browser.proxy` drives: the one named, else the first
+/// found (none found: the commands are not declared, as OpenClaw's node
+/// host leaves them out without a browser); `off`: none.
 fn browser_options(
     args: &crate::cli::BrowserArgs,
     state_dir: &std::path::Path,

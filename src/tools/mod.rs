@@ -26,6 +26,7 @@ pub mod plans;
 pub mod policy;
 mod redact;
 pub mod sandbox;
+pub mod screen;
 pub mod sensors;
 pub mod setup;
 pub mod system;
@@ -75,10 +76,12 @@ enum Tool {
     CameraSnap,
     CameraClip,
     Location,
+    ScreenSnapshot,
+    ComputerAct,
 }
 
 impl Tool {
-    const ALL: [Tool; 22] = [
+    const ALL: [Tool; 24] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -101,6 +104,8 @@ impl Tool {
         Tool::CameraSnap,
         Tool::CameraClip,
         Tool::Location,
+        Tool::ScreenSnapshot,
+        Tool::ComputerAct,
     ];
 
     /// The name on the wire.
@@ -128,6 +133,8 @@ impl Tool {
             Tool::CameraSnap => "camera.snap",
             Tool::CameraClip => "camera.clip",
             Tool::Location => "location.get",
+            Tool::ScreenSnapshot => "screen.snapshot",
+            Tool::ComputerAct => "computer.act",
         }
     }
 
@@ -139,6 +146,8 @@ impl Tool {
             Tool::BrowserProxy | Tool::BrowserUpload => offer.browser,
             Tool::CameraList | Tool::CameraSnap | Tool::CameraClip => offer.camera,
             Tool::Location => offer.location,
+            Tool::ScreenSnapshot => offer.screen.is_some(),
+            Tool::ComputerAct => offer.screen.as_ref().is_some_and(|s| s.computer),
             _ => true,
         }
     }
@@ -153,6 +162,10 @@ impl Tool {
                 Some("--camera, and ffmpeg on PATH (Linux)")
             }
             Tool::Location => Some("--location, and GeoClue's where-am-i (Linux)"),
+            Tool::ScreenSnapshot => Some("--screen, an X display (DISPLAY) and ffmpeg (Linux)"),
+            Tool::ComputerAct => {
+                Some("--computer, an X display (DISPLAY), ffmpeg and xdotool (Linux)")
+            }
             _ => None,
         }
     }
@@ -174,6 +187,9 @@ pub struct Offer {
     pub microphone: bool,
     /// `--location`, with GeoClue's demo found (`location.get`).
     pub location: bool,
+    /// `--screen` on an X display, with FFmpeg found (`screen.snapshot`;
+    /// `computer.act` too with `--computer` and xdotool).
+    pub screen: Option<screen::Offer>,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -245,6 +261,8 @@ pub struct Tools {
     browser: Option<browser::Browser>,
     /// What the owner turned on.
     offer: Offer,
+    /// The X display `screen.snapshot` and `computer.act` work on.
+    desktop: Option<Arc<screen::Desktop>>,
 }
 
 /// One invocation.
@@ -286,6 +304,7 @@ impl Tools {
             declared,
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
+            desktop: offer.screen.as_ref().and_then(screen::Desktop::new),
             offer,
         })
     }
@@ -297,6 +316,23 @@ impl Tools {
         if let Some(browser) = &self.browser {
             browser.let_go().await;
         }
+    }
+
+    /// The gateway connection is gone: a computer-use execution ends with
+    /// it (what it held is let go).
+    pub async fn disconnected(&self) {
+        if let Some(desktop) = &self.desktop {
+            desktop.disconnected().await;
+        }
+    }
+
+    /// The `computerUse` descriptor `connect` carries when both commands
+    /// of the pair are declared (the gateway publishes it only then).
+    pub fn computer_use(&self) -> Option<screen::Descriptor> {
+        let declared = |c: Tool| self.declared.iter().any(|d| d == c.name());
+        let desktop = self.desktop.as_ref()?;
+        (declared(Tool::ScreenSnapshot) && declared(Tool::ComputerAct))
+            .then(|| desktop.descriptor())
     }
 
     /// The commands to declare in `connect.commands`.
@@ -382,7 +418,12 @@ impl Tools {
                 format!("{} is not advertised by this node", command.name()),
             ));
         }
-        let params = parse_params(inv.params_json)?;
+        // The computer-use pair reads its parameters as OpenClaw's
+        // contract does (any JSON; the schema judges), with its words.
+        let params = match command {
+            Tool::ScreenSnapshot | Tool::ComputerAct => screen::params::parse(inv.params_json)?,
+            _ => parse_params(inv.params_json)?,
+        };
         let root = self.workspace.root().to_path_buf();
         let max = inv.max_bytes;
         let name = command.name();
@@ -560,6 +601,27 @@ impl Tools {
                             sensors::camera::clip(params, microphone, timeout).await
                         }
                         _ => sensors::location::get(params, timeout).await,
+                    }
+                });
+                (Call::plain(name, risk, summary), work, false)
+            }
+            // The screen: a picture is safe once the owner turned it on
+            // (the computer tool takes one after every action); an action
+            // is risky, closing an execution is not.
+            Tool::ScreenSnapshot | Tool::ComputerAct => {
+                let (risk, summary) = match command {
+                    Tool::ComputerAct => screen::classify(&params)?,
+                    _ => (Risk::Safe, name.to_owned()),
+                };
+                let desktop = self.desktop.clone().ok_or_else(|| {
+                    sensors::failure("COMPUTER_DRIVER_UNAVAILABLE: no X display on this node")
+                })?;
+                let (timeout, asked) = (inv.timeout, Instant::now());
+                let work: Work<'_> = Box::pin(async move {
+                    let budget = timeout.saturating_sub(asked.elapsed());
+                    match command {
+                        Tool::ComputerAct => desktop.act(params, budget).await,
+                        _ => desktop.snapshot(params, budget).await,
                     }
                 });
                 (Call::plain(name, risk, summary), work, false)
