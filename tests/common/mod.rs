@@ -4,6 +4,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod browser;
+#[cfg(target_os = "linux")]
+pub mod desktop;
 #[cfg(unix)]
 pub mod e2e;
 pub mod gateway;
