@@ -170,12 +170,14 @@ impl Desktop {
         let stop = CancellationToken::new();
         let _stop_when_dropped = stop.clone().drop_guard();
         let desktop = Arc::clone(self);
-        let task =
-            tokio::spawn(
-                async move { within(deadline, desktop.act_now(params, deadline, stop)).await },
-            );
-        task.await
-            .unwrap_or_else(|e| Err(error(format!("COMPUTER_DRIVER_ERROR: {e}"))))
+        // Told to stop, it still releases what it pressed, and holds the
+        // desktop until it has.
+        let task = tokio::spawn(async move { desktop.act_now(params, deadline, stop).await });
+        within(deadline, async {
+            task.await
+                .unwrap_or_else(|e| Err(error(format!("COMPUTER_DRIVER_ERROR: {e}"))))
+        })
+        .await
     }
 
     async fn act_now(
@@ -187,13 +189,18 @@ impl Desktop {
         let Some(id) = params::execution_id(&params)? else {
             return Err(params::execution_required());
         };
+        let lock = || async {
+            tokio::time::timeout_at(deadline.into(), self.executions.lock())
+                .await
+                .map_err(|_| error("COMPUTER_DRIVER_ERROR: command timed out"))
+        };
         if params["action"] == "__close_execution" {
-            let closed = self.executions.lock().await.close(Some(&id));
+            let closed = lock().await?.close(Some(&id));
             self.release(closed, deadline).await;
             return Ok(json!({"ok": true}));
         }
         let asked = Act::parse(&params)?;
-        let mut executions = self.executions.lock().await;
+        let mut executions = lock().await?;
         let expired = executions.enter(&id)?;
         self.release(expired, deadline).await;
         let act = match asked {
