@@ -426,6 +426,8 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
             "--camera",
             "--camera-audio",
             "--location",
+            "--screen",
+            "--computer",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -441,7 +443,7 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
         " --browser-allow-host intranet.example",
         " --browser-evaluate",
         " --browser-headed",
-        " --camera --camera-audio --location",
+        " --camera --camera-audio --location --screen --computer",
     ] {
         assert!(exec.contains(flag), "{flag}: {exec}");
     }
@@ -453,7 +455,7 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--browser"), "{unit}");
     assert!(
-        !unit.contains("--camera") && !unit.contains("--location"),
+        !unit.contains("--camera") && !unit.contains("--location") && !unit.contains("--screen"),
         "{unit}"
     );
     // An attached browser's address may carry a token: it is kept with
