@@ -16,6 +16,10 @@ the reply to a user message M is `ECHO: M`. Directives inside M change that:
                       default: plugin and node tools are deferred), it calls
                       tool_call {"id": NAME, "args": ARGS}; neither: the reply
                       says which tools there were
+  [[then:NAME ARGS]]  after a [[tool:…]], more calls in the same turn, one per
+                      tool result so far (in order); `{{frameId}}` in ARGS is
+                      the last `frameId <id>` the results so far mention (the
+                      computer tool's screenshots)
 Background prompts of the gateway (asking to reply NO_REPLY) get NO_REPLY.
 GET /v1/models lists the model. Every request body is appended to the log
 file (one JSON line each) so tests can check what reached the model.
@@ -48,6 +52,12 @@ QUEUED_MARKER = "[Queued user message from a previous active turn;"
 CONTINUATION = "Continue the current task from the existing transcript"
 
 
+def synthetic(text):
+    """A user message OpenClaw writes itself: its internal context, or the
+    images of a tool result (a model with image input gets them so)."""
+    return text.startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>") or text.startswith("Image(s) from tool result")
+
+
 def user_text(messages):
     """The user's own words in this turn: the last user message that is not
     OpenClaw's internal context, without its timestamp prefix and runtime
@@ -56,7 +66,7 @@ def user_text(messages):
         if m.get("role") != "user":
             continue
         t = text_of(m.get("content"))
-        if t.startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):
+        if synthetic(t):
             continue
         t = re.sub(r"^\[[^\]]*\] ", "", t, count=1)
         cut = t.find("\n\nRuntime:")
@@ -69,15 +79,34 @@ def tool_results(messages):
     (earlier turns of the session may hold results of their own)."""
     last_user = 0
     for i, m in enumerate(messages):
-        if m.get("role") == "user" and not text_of(m.get("content")).startswith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):
+        if m.get("role") == "user" and not synthetic(text_of(m.get("content"))):
             last_user = i
     return [text_of(m.get("content")) for m in messages[last_user:] if m.get("role") == "tool"]
 
 
-def parse_tool_directive(text):
+def parse_tool_directive(text, kind="tool", start=0):
     """[[tool:NAME {json}]] -> (NAME, dict), the JSON object parsed whole
     (nested braces included); None when there is no such directive."""
-    m = re.search(r"\[\[tool:([A-Za-z0-9_.:-]+)", text)
+    found = parse_directive_at(text, kind, start)
+    return found[:2] if found else None
+
+
+def parse_chain(text):
+    """[[tool:…]] then each [[then:…]] after it: [(NAME, dict), …]."""
+    first = parse_directive_at(text, "tool", 0)
+    if not first:
+        return []
+    chain, at = [first[:2]], first[2]
+    while True:
+        more = parse_directive_at(text, "then", at)
+        if not more:
+            return chain
+        chain.append(more[:2])
+        at = more[2]
+
+
+def parse_directive_at(text, kind, start):
+    m = re.compile(r"\[\[" + kind + r":([A-Za-z0-9_.:-]+)").search(text, start)
     if not m:
         return None
     rest = text[m.end():]
@@ -91,7 +120,7 @@ def parse_tool_directive(text):
         stripped = stripped[used:].lstrip()
     if not stripped.startswith("]]") or not isinstance(args, dict):
         return None
-    return m.group(1), args
+    return m.group(1), args, len(text) - len(stripped) + 2
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -152,12 +181,17 @@ class Handler(BaseHTTPRequestHandler):
         tool_call = None
         results = tool_results(messages)
         m = re.search(r"\[\[exec:(.*?)\]\]", active, re.S)
-        named = parse_tool_directive(active)
+        chain = parse_chain(active)
+        named = chain[len(results)] if len(results) < len(chain) else None
+        if named and results:
+            frames = re.findall(r"frameId ([0-9a-f-]{36})", "\n".join(results))
+            if frames:
+                named = (named[0], json.loads(json.dumps(named[1]).replace("{{frameId}}", frames[-1])))
         offered = [t.get("function", {}).get("name", "") for t in body.get("tools", [])]
         if m and not results:
             tool_call = {"name": "exec", "arguments": json.dumps({"command": m.group(1), "host": "node"})}
             reply = ""
-        elif named and not results:
+        elif named:
             want, args = named
             name = want if want in offered else None
             if name:
@@ -176,12 +210,13 @@ class Handler(BaseHTTPRequestHandler):
             reply = "NO_REPLY"
         else:
             reply = "ECHO: " + said
+        self.call_id = f"call_{len(results) + 1}"
         if body.get("stream"):
             self.stream(reply, tool_call)
         else:
             msg = {"role": "assistant", "content": reply or None}
             if tool_call:
-                msg["tool_calls"] = [{"id": "call_1", "type": "function", "function": tool_call}]
+                msg["tool_calls"] = [{"id": self.call_id, "type": "function", "function": tool_call}]
             self.send_json(200, {
                 "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
                 "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_call else "stop"}],
@@ -219,7 +254,7 @@ class Handler(BaseHTTPRequestHandler):
 
         chunk({"role": "assistant", "content": ""})
         if tool_call:
-            chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": tool_call}]})
+            chunk({"tool_calls": [{"index": 0, "id": self.call_id, "type": "function", "function": tool_call}]})
             chunk({}, "tool_calls")
         else:
             for i in range(0, len(reply), 64):

@@ -245,6 +245,25 @@ pub struct DesktopArgs {
     pub desktop_password_file: Option<std::path::PathBuf>,
 }
 
+/// The desktop an agent may see and drive: off unless the owner turns it
+/// on, as OpenClaw's computer-use node commands (its `cua-computer`
+/// plugin, `plugins.entries.cua-computer.enabled`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScreenArgs {
+    /// Let agents see this machine's X display (the node's DISPLAY at
+    /// start): `screen.snapshot`, the `nodes` tool's `screen_snapshot`,
+    /// through FFmpeg's x11grab (Linux, ffmpeg on PATH). Safe once on.
+    #[arg(long)]
+    pub screen: bool,
+
+    /// Let agents drive its pointer and keyboard too (`computer.act`, the
+    /// agent's `computer` tool; implies --screen) through xdotool (Linux).
+    /// Each action is a risky call: asked, or pre-approved with
+    /// --allow-command computer.act.
+    #[arg(long)]
+    pub computer: bool,
+}
+
 /// `clawbot_router node`: connect to a gateway and run its agents' tool calls.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
@@ -329,12 +348,17 @@ pub struct NodeArgs {
 
     #[command(flatten)]
     pub desktop: DesktopArgs,
+
+    #[command(flatten)]
+    pub screen: ScreenArgs,
+
     /// Do not offer this machine's Ollama (127.0.0.1:11434) to agents:
     /// `ollama.models` and `ollama.chat` are declared otherwise, whether
     /// Ollama runs or not, as OpenClaw's node host does unless
     /// `plugins.entries.ollama.config.nodeInference.enabled` is false.
     #[arg(long)]
     pub no_ollama: bool,
+
     /// Share this machine's Claude Code sessions with the gateway's
     /// operators (`anthropic.claude.sessions.list.v1` / `.read.v1`, what
     /// `sessions.catalog.list` and `.read` show): the transcripts under
@@ -345,6 +369,7 @@ pub struct NodeArgs {
     /// them whenever that directory exists.)
     #[arg(long)]
     pub claude_sessions: bool,
+
     /// Let OpenClaw's file transfers (file.fetch, file.stat, dir.list,
     /// dir.fetch, file.write) reach this directory too, to read and write
     /// (repeatable); the workspace always. The gateway still needs

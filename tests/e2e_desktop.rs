@@ -10,8 +10,8 @@
 
 mod common;
 
-use common::desktop::{PASSWORD, VncDesktop, view};
 use common::e2e::{RealNode, TheirNode};
+use common::vnc::{PASSWORD, VncDesktop, view};
 use serde_json::json;
 
 fn desktop_node(name: &str, desktop: &VncDesktop, with_password: bool) -> RealNode {

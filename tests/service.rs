@@ -462,6 +462,8 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
             "--camera",
             "--camera-audio",
             "--location",
+            "--screen",
+            "--computer",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -477,7 +479,7 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
         " --browser-allow-host intranet.example",
         " --browser-evaluate",
         " --browser-headed",
-        " --camera --camera-audio --location",
+        " --camera --camera-audio --location --screen --computer",
     ] {
         assert!(exec.contains(flag), "{flag}: {exec}");
     }
@@ -489,7 +491,7 @@ async fn the_service_keeps_the_browser_and_sensor_flags_it_was_installed_with() 
     let unit = std::fs::read_to_string(plain.unit()).unwrap();
     assert!(!unit.contains("--browser"), "{unit}");
     assert!(
-        !unit.contains("--camera") && !unit.contains("--location"),
+        !unit.contains("--camera") && !unit.contains("--location") && !unit.contains("--screen"),
         "{unit}"
     );
     // An attached browser's address may carry a token: it is kept with

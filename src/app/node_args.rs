@@ -172,6 +172,7 @@ pub(super) fn node_options(args: NodeArgs, gateway_flag: bool) -> Result<node::O
         desktop: args.desktop,
         no_ollama: args.no_ollama,
         file_roots: args.file_root,
+        screen: args.screen,
         mcp: crate::tools::mcp_client::gather(args.mcp_server, args.mcp_config.as_deref())?,
         display_name: args.display_name,
         state_dir,

@@ -116,6 +116,10 @@ pub struct ConnectParams {
     pub scopes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceProof>,
+    /// A node's computer-use descriptor (OpenClaw's
+    /// `ComputerUseCapabilityDescriptor`), when it declares the pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computer_use: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

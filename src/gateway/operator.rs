@@ -166,6 +166,7 @@ async fn open_operator(
         commands: Vec::new(),
         permissions: None,
         path_env: None,
+        computer_use: None,
         auth: Auth {
             token: shared.map(str::to_owned),
             bootstrap_token: None,

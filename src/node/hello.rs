@@ -80,6 +80,10 @@ impl Node {
             role: "node".into(),
             scopes,
             device: Some(device),
+            computer_use: self
+                .tools
+                .computer_use()
+                .and_then(|d| serde_json::to_value(d).ok()),
         }
     }
 }
@@ -90,13 +94,14 @@ impl Node {
 /// browser node), the seed's tools `file`, Ollama's `local-inference`
 /// and Claude Code's sessions `claude-sessions` (OpenClaw's names).
 fn caps(declared: &[String]) -> Vec<String> {
-    const ORDER: [&str; 8] = [
+    const ORDER: [&str; 9] = [
         "system",
         "file",
         "browser",
         "camera",
         "location",
         "screen",
+        "computer",
         "local-inference",
         "claude-sessions",
     ];
@@ -114,9 +119,10 @@ fn cap_of(command: &str) -> &'static str {
         c if c.starts_with("browser.") => "browser",
         c if c.starts_with("camera.") => "camera",
         "location.get" => "location",
-        "desktop.stream" => "screen",
+        "desktop.stream" | "screen.snapshot" => "screen",
         c if c.starts_with("ollama.") => "local-inference",
         c if c.starts_with("anthropic.claude.sessions.") => "claude-sessions",
+        "computer.act" => "computer",
         _ => "file",
     }
 }
@@ -165,6 +171,10 @@ mod tests {
                 "anthropic.claude.sessions.read.v1"
             ])),
             ["claude-sessions"]
+        );
+        assert_eq!(
+            caps(&declared(&["computer.act", "screen.snapshot"])),
+            ["screen", "computer"]
         );
     }
 }

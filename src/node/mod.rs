@@ -89,6 +89,8 @@ pub struct Options {
     pub claude_sessions: bool,
     /// `--file-root`: more directories OpenClaw's file transfers may reach.
     pub file_roots: Vec<PathBuf>,
+    /// The X display, when the owner turned it on.
+    pub screen: crate::cli::ScreenArgs,
     /// `--doctor`: the agent to talk to and what to ask it.
     pub doctor: Option<Doctor>,
 }
@@ -185,6 +187,7 @@ impl Node {
             desktop: desktop_host(&options.desktop),
             no_ollama: options.no_ollama,
             claude: claude_sessions(options.claude_sessions),
+            screen: screen_offer(&options.screen),
             ..sensors_offer(&options.sensors)
         };
         let setup = tools::setup::Setup {
@@ -275,6 +278,41 @@ fn desktop_host(args: &crate::cli::DesktopArgs) -> Option<tools::desktop::Host> 
         port,
         password_file,
     })
+}
+
+/// The X display, when the owner turned it on and this machine can serve
+/// it (said once, with why, when it cannot).
+fn screen_offer(args: &crate::cli::ScreenArgs) -> Option<tools::screen::Offer> {
+    use tools::screen;
+    if !args.screen && !args.computer {
+        return None;
+    }
+    let flag = if args.computer {
+        "--computer"
+    } else {
+        "--screen"
+    };
+    let why = if !screen::SUPPORTED {
+        "only Linux nodes offer it".to_owned()
+    } else if let Some(display) = screen::display() {
+        match (
+            screen::ffmpeg(),
+            args.computer && screen::xdotool().is_none(),
+        ) {
+            (None, _) => "ffmpeg was not found".to_owned(),
+            (Some(_), true) => "xdotool was not found".to_owned(),
+            (Some(_), false) => {
+                return Some(screen::Offer {
+                    display,
+                    computer: args.computer,
+                });
+            }
+        }
+    } else {
+        "no X display (DISPLAY is not set)".to_owned()
+    };
+    crate::shared::log::warn(&format!("{flag}: {why}; not offered"));
+    None
 }
 
 /// The sensors the owner turned on that this machine can serve; each one

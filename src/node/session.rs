@@ -163,6 +163,9 @@ impl Node {
         for token in running.values() {
             token.cancel();
         }
+        // A computer-use execution belongs to this connection (OpenClaw's
+        // node host closes it on disconnect): what it held is let go.
+        self.tools.disconnected().await;
         if matches!(end, End::Shutdown) {
             // Let stopped commands report, so the agent learns why; bounded.
             let deadline = Instant::now() + SHUTDOWN_GRACE;

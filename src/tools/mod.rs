@@ -30,6 +30,7 @@ pub mod plans;
 pub mod policy;
 mod redact;
 pub mod sandbox;
+pub mod screen;
 pub mod sensors;
 pub mod setup;
 pub mod system;
@@ -89,10 +90,12 @@ enum Tool {
     DirList,
     DirFetch,
     FileWrite,
+    ScreenSnapshot,
+    ComputerAct,
 }
 
 impl Tool {
-    const ALL: [Tool; 32] = [
+    const ALL: [Tool; 34] = [
         Tool::Prepare,
         Tool::Run,
         Tool::Which,
@@ -125,6 +128,8 @@ impl Tool {
         Tool::DirList,
         Tool::DirFetch,
         Tool::FileWrite,
+        Tool::ScreenSnapshot,
+        Tool::ComputerAct,
     ];
 
     /// The name on the wire.
@@ -162,6 +167,8 @@ impl Tool {
             Tool::DirList => "dir.list",
             Tool::DirFetch => "dir.fetch",
             Tool::FileWrite => "file.write",
+            Tool::ScreenSnapshot => "screen.snapshot",
+            Tool::ComputerAct => "computer.act",
         }
     }
 
@@ -183,6 +190,8 @@ impl Tool {
             Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
                 cfg!(unix)
             }
+            Tool::ScreenSnapshot => offer.screen.is_some(),
+            Tool::ComputerAct => offer.screen.as_ref().is_some_and(|s| s.computer),
             _ => true,
         }
     }
@@ -206,6 +215,10 @@ impl Tool {
             }
             Tool::FileFetch | Tool::FileStat | Tool::DirList | Tool::DirFetch | Tool::FileWrite => {
                 Some("a Unix node (file transfers bind a path to its device and inode)")
+            }
+            Tool::ScreenSnapshot => Some("--screen, an X display (DISPLAY) and ffmpeg (Linux)"),
+            Tool::ComputerAct => {
+                Some("--computer, an X display (DISPLAY), ffmpeg and xdotool (Linux)")
             }
             _ => None,
         }
@@ -236,6 +249,9 @@ pub struct Offer {
     /// Claude Code's sessions, when the owner shares them
     /// (`--claude-sessions`).
     pub claude: Option<claude::Sessions>,
+    /// `--screen` on an X display, with FFmpeg found (`screen.snapshot`;
+    /// `computer.act` too with `--computer` and xdotool).
+    pub screen: Option<screen::Offer>,
 }
 
 /// Every command this machine offers with nothing turned on, by name.
@@ -328,6 +344,8 @@ pub struct Tools {
     offer: Offer,
     /// Where OpenClaw's file transfers (file.*, dir.*) may reach.
     files: Arc<files::Files>,
+    /// The X display `screen.snapshot` and `computer.act` work on.
+    desktop: Option<Arc<screen::Desktop>>,
 }
 
 /// One invocation.
@@ -373,6 +391,7 @@ impl Tools {
             declared,
             plans: plans::Plans::default(),
             browser: browser.map(browser::Browser::new),
+            desktop: offer.screen.as_ref().and_then(screen::Desktop::new),
             offer,
             files: Arc::new(files),
         })
@@ -385,6 +404,23 @@ impl Tools {
         if let Some(browser) = &self.browser {
             browser.let_go().await;
         }
+    }
+
+    /// The gateway connection is gone: a computer-use execution ends with
+    /// it (what it held is let go).
+    pub async fn disconnected(&self) {
+        if let Some(desktop) = &self.desktop {
+            desktop.disconnected().await;
+        }
+    }
+
+    /// The `computerUse` descriptor `connect` carries when both commands
+    /// of the pair are declared (the gateway publishes it only then).
+    pub fn computer_use(&self) -> Option<screen::Descriptor> {
+        let declared = |c: Tool| self.declared.iter().any(|d| d == c.name());
+        let desktop = self.desktop.as_ref()?;
+        (declared(Tool::ScreenSnapshot) && declared(Tool::ComputerAct))
+            .then(|| desktop.descriptor())
     }
 
     /// The commands to declare in `connect.commands`.
@@ -478,6 +514,9 @@ impl Tools {
             | Tool::OllamaChat
             | Tool::ClaudeList
             | Tool::ClaudeRead => Value::Null,
+            // The computer-use pair reads its parameters as OpenClaw's
+            // contract does (any JSON; the schema judges), with its words.
+            Tool::ScreenSnapshot | Tool::ComputerAct => screen::params::parse(inv.params_json)?,
             _ => parse_params(inv.params_json)?,
         };
         let root = self.workspace.root().to_path_buf();
@@ -726,6 +765,27 @@ impl Tools {
                     files.run(request, budget, cancel).await
                 });
                 (call, work as Work<'_>, false)
+            }
+            // The screen: a picture is safe once the owner turned it on
+            // (the computer tool takes one after every action); an action
+            // is risky, closing an execution is not.
+            Tool::ScreenSnapshot | Tool::ComputerAct => {
+                let (risk, summary) = match command {
+                    Tool::ComputerAct => screen::classify(&params)?,
+                    _ => (Risk::Safe, name.to_owned()),
+                };
+                let desktop = self.desktop.clone().ok_or_else(|| {
+                    sensors::failure("COMPUTER_DRIVER_UNAVAILABLE: no X display on this node")
+                })?;
+                let (timeout, asked) = (inv.timeout, Instant::now());
+                let work: Work<'_> = Box::pin(async move {
+                    let budget = timeout.saturating_sub(asked.elapsed());
+                    match command {
+                        Tool::ComputerAct => desktop.act(params, budget).await,
+                        _ => desktop.snapshot(params, budget).await,
+                    }
+                });
+                (Call::plain(name, risk, summary), work, false)
             }
             Tool::Run | Tool::RunCommand => {
                 // An operator's approval from the gateway, checked against

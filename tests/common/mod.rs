@@ -22,6 +22,8 @@ pub mod sensors;
 pub mod systemd;
 #[cfg(target_os = "linux")]
 pub mod user_browser;
+#[cfg(target_os = "linux")]
+pub mod vnc;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

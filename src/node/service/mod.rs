@@ -377,6 +377,8 @@ pub fn plan(o: &crate::node::Options, system: bool, program: PathBuf) -> Result<
         (sensors.camera, "--camera"),
         (sensors.camera_audio, "--camera-audio"),
         (sensors.location, "--location"),
+        (o.screen.screen, "--screen"),
+        (o.screen.computer, "--computer"),
     ] {
         if on {
             args.push(word(flag));

@@ -20,7 +20,7 @@ use super::{Job, ToolError, check, failure, finite};
 
 /// The base64 a capture may take: OpenClaw's limit, which keeps the
 /// result within the gateway's 25 MiB frames.
-const MAX_BASE64: usize = 26_148_864;
+pub(in crate::tools) const MAX_BASE64: usize = 26_148_864;
 const MAX_RAW: u64 = (MAX_BASE64 / 4 * 3) as u64;
 /// Cameras probed at most (each probe may take five seconds).
 const MAX_DEVICES: usize = 64;
@@ -346,7 +346,7 @@ async fn within(
 
 /// A JPEG's width and height from its first frame header (OpenClaw's
 /// `readJpegDimensions`); `None` for anything else.
-fn jpeg_size(b: &[u8]) -> Option<(u16, u16)> {
+pub(in crate::tools) fn jpeg_size(b: &[u8]) -> Option<(u16, u16)> {
     if b.len() < 4 || b[0] != 0xFF || b[1] != 0xD8 {
         return None;
     }

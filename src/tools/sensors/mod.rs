@@ -67,19 +67,24 @@ fn finite(params: &Value, key: &str) -> Option<f64> {
 /// One run of a sensing program through the one process runner: stdout
 /// and stderr apart (OpenClaw words its errors from stderr first), `keep`
 /// bytes kept of each, our secrets out of its environment.
-struct Job<'a> {
+pub(in crate::tools) struct Job<'a> {
     /// Whose failure a program that cannot start is.
     code: &'a str,
     program: &'a Path,
     args: Vec<OsString>,
     timeout: Duration,
-    keep: usize,
-    env: &'a [(&'a str, &'a str)],
+    pub(in crate::tools) keep: usize,
+    pub(in crate::tools) env: &'a [(&'a str, &'a str)],
     tap: Option<runner::Tap>,
 }
 
 impl<'a> Job<'a> {
-    fn new(code: &'a str, program: &'a Path, args: Vec<OsString>, timeout: Duration) -> Self {
+    pub(in crate::tools) fn new(
+        code: &'a str,
+        program: &'a Path,
+        args: Vec<OsString>,
+        timeout: Duration,
+    ) -> Self {
         Job {
             code,
             program,
@@ -92,7 +97,10 @@ impl<'a> Job<'a> {
     }
 
     /// Runs it; the tree is stopped at the timeout or when `stop` resolves.
-    async fn run(self, stop: impl std::future::Future<Output = ()>) -> Result<Outcome, ToolError> {
+    pub(in crate::tools) async fn run(
+        self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<Outcome, ToolError> {
         let spec = Spec {
             program: self.program.into(),
             args: self.args,
@@ -149,7 +157,7 @@ fn tool_error(outcome: &Outcome) -> String {
 
 /// OpenClaw's `assertToolResult`: a run that timed out or failed is
 /// `CODE: command timed out` / `CODE: <what it said>`.
-fn check(outcome: &Outcome, code: &str) -> Result<(), ToolError> {
+pub(in crate::tools) fn check(outcome: &Outcome, code: &str) -> Result<(), ToolError> {
     if outcome.end == End::TimedOut {
         return Err(failure(format!("{code}: command timed out")));
     }
@@ -161,7 +169,7 @@ fn check(outcome: &Outcome, code: &str) -> Result<(), ToolError> {
 
 /// The longest prefix of `text` within `units` UTF-16 code units, never
 /// splitting a character (what JavaScript's string limits count).
-fn utf16_prefix(text: &str, units: usize) -> &str {
+pub(in crate::tools) fn utf16_prefix(text: &str, units: usize) -> &str {
     let mut used = 0;
     for (i, c) in text.char_indices() {
         used += c.len_utf16();
