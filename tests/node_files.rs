@@ -201,3 +201,47 @@ async fn the_nodes_own_state_is_out_of_reach_even_inside_the_workspace() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_codes_transcripts_and_token_are_out_of_reach_of_the_file_tools() {
+    // A node run from $HOME: ~/.claude holds the transcripts (shared only
+    // through --claude-sessions) and Claude Code's sign-in token.
+    let gw = FakeGateway::start(Config::default()).await;
+    let home = tempfile::tempdir().unwrap();
+    let claude = home.path().join(".claude");
+    std::fs::create_dir_all(claude.join("projects/-p")).unwrap();
+    std::fs::write(claude.join(".credentials.json"), r#"{"token":"sk-ant-x"}"#).unwrap();
+    std::fs::write(claude.join("projects/-p/s.jsonl"), "{}\n").unwrap();
+    std::fs::write(home.path().join(".claude.json"), "{}").unwrap();
+    let mut child = common::router()
+        .args(["node", "--gateway", &gw.url(), "--token", TOKEN])
+        .arg("--state-dir")
+        .arg(home.path().join("state"))
+        .arg("--workspace")
+        .arg(home.path())
+        .env("HOME", home.path())
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    gw.wait_hellos(1, LONG).await;
+    for (command, params) in [
+        ("read_file", json!({"path": ".claude/.credentials.json"})),
+        ("read_file", json!({"path": ".claude/projects/-p/s.jsonl"})),
+        ("read_file", json!({"path": ".claude.json"})),
+        ("list_files", json!({"path": ".claude"})),
+    ] {
+        let r = gw.invoke(command, params).await;
+        assert_eq!(error_code(&r), "PROTECTED_PATH", "{command}: {r}");
+    }
+    let found = payload(
+        &gw.invoke(
+            "search_files",
+            json!({"query": "sk-ant", "searchContent": true}),
+        )
+        .await,
+    );
+    assert_eq!(found["matches"], json!([]), "{found}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::result::{content_budget, result_frame, send_result, transfer_budget};
+use super::result::{Whole, content_budget, result_frame, send_result, transfer_budget};
 use super::{Node, events, mcp_publish, progress};
 use crate::gateway::client::Outbox;
 use crate::gateway::frames::InvokeRequest;
@@ -137,12 +137,19 @@ impl Node {
                 outbox.request("node.event", event);
             }
             let id = request.id.clone();
+            let shape = if whole {
+                Whole::File
+            } else if tools::carries_media(&request.command) {
+                Whole::Media
+            } else {
+                Whole::No
+            };
             let _ = tokio::task::spawn_blocking(move || {
                 send_result(
                     &outbox,
                     result_frame(id, node_id, outcome),
                     max_payload,
-                    whole,
+                    shape,
                 );
             })
             .await;
@@ -185,6 +192,16 @@ mod tests {
         assert_eq!(work_time("x", Some(2_000)), Duration::from_millis(1_500));
         assert_eq!(work_time("x", Some(800)), Duration::from_millis(550));
         assert_eq!(work_time("x", Some(60_000)), Duration::from_secs(57));
+    }
+
+    #[test]
+    fn only_desktop_stream_reads_a_zero_timeout_as_no_deadline() {
+        assert_eq!(work_time("desktop.stream", Some(0)), UNBOUNDED);
+        assert_eq!(
+            work_time("desktop.stream", Some(2_000)),
+            Duration::from_millis(1_500)
+        );
+        assert_eq!(work_time("system.run", Some(0)), Duration::from_millis(500));
     }
 
     #[test]

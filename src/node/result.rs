@@ -54,7 +54,7 @@ pub fn result_frame(
 /// gateway checks its size and sha256, so a cut file would fail as an
 /// integrity error; one that cannot fit becomes an in-payload
 /// `FILE_TOO_LARGE` instead.
-pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: bool) {
+pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: Whole) {
     if let Some(text) = result.payload_json.take() {
         match shaped(text, max_payload, whole) {
             Ok(text) => result.payload_json = Some(text),
@@ -73,12 +73,33 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
     }
 }
 
-/// A payload as it may travel: fitted (cut, unless `whole`), or the
+/// Whether an answer may be cut to fit the gateway's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whole {
+    /// Cut its longest strings (and say so) until it fits.
+    No,
+    /// A file transfer: never cut; refused in the payload, as the file
+    /// commands answer their refusals.
+    File,
+    /// A picture or a clip: never cut (a cut JPEG is no picture); refused
+    /// as an error.
+    Media,
+}
+
+/// A payload as it may travel: fitted (cut, unless whole), or the
 /// error that replaces it.
-fn shaped(text: String, max_payload: usize, whole: bool) -> Result<String, InvokeError> {
+fn shaped(text: String, max_payload: usize, whole: Whole) -> Result<String, InvokeError> {
     const ENVELOPE: usize = 1024;
     let limit = max_payload.saturating_sub(ENVELOPE);
-    if whole {
+    if whole == Whole::Media && !fits(&text, limit) {
+        return Err(InvokeError {
+            code: "PAYLOAD_TOO_LARGE".into(),
+            message: format!(
+                "the capture does not fit the gateway's maxPayload of {max_payload} bytes; ask for a smaller one (maxWidth, quality, durationMs)"
+            ),
+        });
+    }
+    if whole != Whole::No {
         if fits(&text, limit) {
             return Ok(text);
         }
@@ -179,13 +200,16 @@ mod tests {
     #[test]
     fn a_file_is_never_cut_to_fit_it_is_refused_whole() {
         let file = json!({"ok": true, "base64": "QUJD".repeat(1000), "sha256": "x"}).to_string();
-        assert_eq!(shaped(file.clone(), 1 << 20, true).unwrap(), file);
+        assert_eq!(shaped(file.clone(), 1 << 20, Whole::File).unwrap(), file);
         let refused: Value =
-            serde_json::from_str(&shaped(file.clone(), 2048, true).unwrap()).unwrap();
+            serde_json::from_str(&shaped(file.clone(), 2048, Whole::File).unwrap()).unwrap();
         assert_eq!(refused["ok"], false);
         assert_eq!(refused["code"], "FILE_TOO_LARGE");
         // Anything else is cut, and says so.
-        let cut: Value = serde_json::from_str(&shaped(file, 2048, false).unwrap()).unwrap();
+        let photo = shaped(file.clone(), 2048, Whole::Media).unwrap_err();
+        assert_eq!(photo.code, "PAYLOAD_TOO_LARGE");
+        assert_eq!(shaped(file.clone(), 1 << 20, Whole::Media).unwrap(), file);
+        let cut: Value = serde_json::from_str(&shaped(file, 2048, Whole::No).unwrap()).unwrap();
         assert_eq!(cut["truncated"], true);
     }
 

@@ -279,6 +279,15 @@ pub fn carries_files(command: &str) -> bool {
     )
 }
 
+/// Whether `command`'s answer is a picture or a clip as base64: never cut
+/// to fit (a cut JPEG is no picture).
+pub fn carries_media(command: &str) -> bool {
+    matches!(
+        Tool::parse(command),
+        Some(Tool::CameraSnap | Tool::CameraClip | Tool::ScreenSnapshot)
+    )
+}
+
 /// Whether `command` runs a program whose output can be streamed while
 /// it runs (through [`Invocation::tap`]).
 pub fn streams_output(command: &str) -> bool {
@@ -700,17 +709,20 @@ impl Tools {
                 });
                 (Call::plain(name, risk, summary), work, false)
             }
-            // The owner named the VNC server: relaying it to the gateway's
-            // viewer (whose operator holds operator.admin and must still
-            // authenticate to the server) asks nothing more.
+            // Naming the VNC server is the owner's consent to show (and,
+            // with its password file, to hand) this desktop to the
+            // gateway's viewers, who hold operator.admin: no call asks
+            // again (the gateway holds it open with no deadline; nobody
+            // could answer in time).
             Tool::DesktopStream => {
                 let host = self.offer.desktop.clone();
-                let (raw, gateway) = (inv.params_json, inv.gateway);
+                let (raw, gateway, timeout) = (inv.params_json, inv.gateway, inv.timeout);
                 let (tap, cancel) = (inv.tap.clone(), inv.cancel.clone());
                 let work: Work<'_> = Box::pin(async move {
                     match &host {
                         Some(host) => {
-                            desktop::stream(host, raw, gateway, tap.as_ref(), &cancel).await
+                            let tap = tap.as_ref();
+                            desktop::stream(host, raw, gateway, tap, &cancel, timeout).await
                         }
                         None => Err(ToolError::new(
                             "UNAVAILABLE",

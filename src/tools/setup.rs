@@ -48,6 +48,11 @@ pub fn hands(setup: &Setup<'_>, declared: Vec<String>) -> Result<Arc<Tools>, Str
     for path in system::openclaw_private_paths() {
         workspace.protect(&path);
     }
+    // Claude Code's transcripts and sign-in token: shared only through
+    // the sessions commands, and only when the owner says so.
+    for path in super::claude::private_paths() {
+        workspace.protect(&path);
+    }
     // The files this process read a secret from (--env-file, --token-file,
     // --key-file, --mcp-config), wherever they are.
     for path in crate::shared::secrets::files() {

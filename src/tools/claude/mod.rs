@@ -58,6 +58,24 @@ impl From<Failure> for ToolError {
 /// Where Claude Code keeps its sessions, as OpenClaw finds it:
 /// `$CLAUDE_CONFIG_DIR/projects` (trimmed, made absolute), else
 /// `<$HOME or $USERPROFILE or the home directory>/.claude/projects`.
+/// What no file tool may reach, whether or not the owner shares the
+/// sessions: Claude Code's own directory (transcripts, and its sign-in
+/// token in `.credentials.json`) and its `~/.claude.json`.
+pub fn private_paths() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let mut paths: Vec<PathBuf> = home
+        .iter()
+        .flat_map(|h| [h.join(".claude"), h.join(".claude.json")])
+        .collect();
+    if let Some(dir) = projects_dir().as_deref().and_then(Path::parent) {
+        paths.push(dir.to_owned());
+    }
+    paths
+}
+
 pub fn projects_dir() -> Option<PathBuf> {
     let var = |k: &str| {
         std::env::var_os(k)

@@ -56,6 +56,7 @@ pub async fn stream(
     gateway: Option<&Endpoint>,
     progress: Option<&Tap>,
     cancel: &CancellationToken,
+    timeout: Duration,
 ) -> Result<Value, ToolError> {
     let Some(gateway) = gateway else {
         return Err(unavailable(
@@ -128,9 +129,11 @@ pub async fn stream(
     };
     tokio::select! {
         ended = work => ended.map_err(unavailable)?,
-        // The gateway let go (the viewer left): both sockets close with
-        // the work; the answer is the usual one.
+        // The gateway let go (the viewer left), or the time it gave ran
+        // out: both sockets close with the work; the answer is the usual
+        // one.
         _ = cancel.cancelled() => {}
+        _ = tokio::time::sleep(timeout) => {}
     }
     Ok(json!({"status": "closed"}))
 }

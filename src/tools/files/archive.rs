@@ -11,7 +11,6 @@
 //! already; the walk's paths are the preflight's `entries` the gateway
 //! checks against its path policy.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -87,9 +86,26 @@ pub async fn dir_fetch(
         });
     }
     let limit = TAR_TIMEOUT.min(budget);
+    // tar archives the names the walk checked, not whatever the directory
+    // holds by now (a name added since is not in the list).
+    let scratch = tempfile::Builder::new()
+        .prefix("clawbot-dir-fetch-")
+        .tempdir()
+        .map_err(|e| Failure::new("READ_ERROR", format!("tar command failed: {e}")).at(&path))?;
+    let list = scratch.path().join("names");
+    let mut names = b"./\0".to_vec();
+    for entry in &entries {
+        names.extend_from_slice(format!("./{entry}\0").as_bytes());
+    }
+    std::fs::write(&list, names)
+        .map_err(|e| Failure::new("READ_ERROR", format!("tar command failed: {e}")).at(&path))?;
+    let mut args: Vec<std::ffi::OsString> = ["-czf", "-", "--no-recursion", "--null", "-T"]
+        .map(Into::into)
+        .to_vec();
+    args.push(list.into());
     let spec = runner::Spec {
         program: tar_program(),
-        args: ["-czf", "-", "."].map(Into::into).to_vec(),
+        args,
         cwd: Some(through(&dir, Path::new(&path))),
         env: vec![],
         env_remove: crate::tools::SECRET_VARS,
@@ -172,7 +188,6 @@ fn walk(
         .ok_or_else(|| refuse("READ_ERROR", "preflight readdir failed".into()))?;
     let screen = root.screen();
     let mut entries = Vec::new();
-    let mut linked = HashSet::new();
     let (mut extracted, mut on_disk) = (0u64, 0u64);
     // Relative paths still to visit, the next one last.
     let mut pending: Vec<PathBuf> = children(base, Path::new(""), path)?;
@@ -228,12 +243,13 @@ fn walk(
                 ),
             ));
         }
-        if meta.nlink() > 1 && !linked.insert((meta.dev(), meta.ino())) {
+        // Any file with another name: the other may be outside every root
+        // (as file.fetch refuses it), or inside the tree, which tar stores
+        // as a link member (the gateway refuses the archive).
+        if meta.nlink() > 1 {
             return Err(refuse(
                 "UNSUPPORTED_FILE_TYPE",
-                format!(
-                    "{shown:?} is a hard link to another file of the tree, which tar stores as a link member (the gateway refuses the archive)"
-                ),
+                format!("{shown:?} has more than one name (a hard link); dir.fetch archives none"),
             ));
         }
         if meta.len() > MAX_ENTRY {

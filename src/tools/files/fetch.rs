@@ -55,6 +55,26 @@ pub fn file_fetch(files: &Files, request: &Request) -> Result<Value, Failure> {
     }
     let asked = request.max_bytes();
     let (path, real) = canonical_for_read(files, request, "file not found", classify_read)?;
+    // What it is, before opening it: opening a device has effects of its
+    // own (a serial port resets what hangs on it, a camera lights up).
+    // The type is checked again on the descriptor below.
+    let named = std::fs::symlink_metadata(&real).map_err(|e| {
+        Failure::new(
+            classify_read(&e),
+            format!("open failed: {}", os_message(&e)),
+        )
+        .at(&path)
+    })?;
+    if named.is_dir() {
+        return Err(Failure::new("IS_DIRECTORY", "path is a directory").at(&path));
+    }
+    if !named.is_file() && !named.file_type().is_symlink() {
+        return Err(Failure::new(
+            "UNSUPPORTED_FILE_TYPE",
+            "only regular files can be fetched (this is a FIFO, socket or device)",
+        )
+        .at(&path));
+    }
     let file = open::for_reading(&real, false).map_err(|e| {
         let code = match e.raw_os_error() {
             Some(libc::ELOOP) => "SYMLINK_REDIRECT",

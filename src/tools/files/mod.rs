@@ -120,24 +120,39 @@ impl Files {
         budget: Duration,
         cancel: CancellationToken,
     ) -> Result<Value, ToolError> {
-        let _transfer = match request.op {
-            Op::Fetch | Op::Archive | Op::Write if !request.preflight() => Some(
-                Arc::clone(&self.transfers)
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| closed())?,
-            ),
-            _ => None,
+        // The archive's turn first, then a transfer's: a dir.fetch waiting
+        // for the one archive slot holds no transfer slot meanwhile. Both
+        // waits count against the caller's time. A write holds a slot even
+        // at its preflight, which decodes the whole content too.
+        let started = std::time::Instant::now();
+        let wait = |sem: &Arc<Semaphore>| {
+            let sem = Arc::clone(sem);
+            async move {
+                match tokio::time::timeout(
+                    budget.saturating_sub(started.elapsed()),
+                    sem.acquire_owned(),
+                )
+                .await
+                {
+                    Ok(Ok(permit)) => Ok(permit),
+                    Ok(Err(_)) => Err(closed()),
+                    Err(_) => Err(ToolError::new(
+                        "TIMEOUT",
+                        "no transfer slot came free within the call's time (at most 2 transfers and 1 dir.fetch run at once)",
+                    )),
+                }
+            }
         };
         let _archive = match request.op {
-            Op::Archive => Some(
-                Arc::clone(&self.archives)
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| closed())?,
-            ),
+            Op::Archive => Some(wait(&self.archives).await?),
             _ => None,
         };
+        let _transfer = match request.op {
+            Op::Fetch | Op::Archive if !request.preflight() => Some(wait(&self.transfers).await?),
+            Op::Write => Some(wait(&self.transfers).await?),
+            _ => None,
+        };
+        let budget = budget.saturating_sub(started.elapsed());
         self.answer(request, budget, cancel).await
     }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 /// never waiting on a FIFO's writer (O_NONBLOCK; a FIFO is refused by type
 /// afterwards), a directory only when `dir`.
 pub fn for_reading(real: &Path, dir: bool) -> io::Result<File> {
-    let mut flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    let mut flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
     if dir {
         flags |= libc::O_DIRECTORY;
     }
@@ -24,7 +24,7 @@ pub fn for_reading(real: &Path, dir: bool) -> io::Result<File> {
 pub fn for_overwrite(real: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(real)
 }
 

@@ -686,6 +686,42 @@ async fn file_write_hardlink_rejection_is_echoed_and_honoured() {
 }
 
 #[tokio::test]
+async fn a_file_with_a_name_outside_the_roots_is_never_overwritten_through_its_name_inside() {
+    // pnpm's store, a backup's twin: the same inode outside every root.
+    let s = setup();
+    let outside = s.outside.join("store.js");
+    std::fs::write(&outside, "original").unwrap();
+    std::fs::hard_link(&outside, s.ws.join("index.js")).unwrap();
+    let got = call(
+        &s.files,
+        Op::Write,
+        json!({ "path": p(&s.ws.join("index.js")), "contentBase64": "aGk=", "overwrite": true }),
+    )
+    .await;
+    assert_eq!(got["code"], "HARDLINK_TARGET_DENIED", "{got}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
+}
+
+#[tokio::test]
+async fn a_write_through_a_link_outside_never_names_where_it_leads() {
+    let s = setup();
+    std::os::unix::fs::symlink(&s.outside, s.ws.join("cfg")).unwrap();
+    let got = call(
+        &s.files,
+        Op::Write,
+        json!({ "path": p(&s.ws.join("cfg/x")), "contentBase64": "", "followSymlinks": true,
+                "expectedCanonicalPath": "/elsewhere" }),
+    )
+    .await;
+    assert_eq!(got["code"], "PATH_OUTSIDE_WORKSPACE", "{got}");
+    assert!(
+        !got.to_string().contains(s.outside.to_str().unwrap()),
+        "{got}"
+    );
+    assert!(!s.outside.join("x").exists());
+}
+
+#[tokio::test]
 async fn a_write_target_created_or_replaced_after_the_preflight_is_not_written() {
     let s = setup();
     let path = p(&s.ws.join("race.txt"));
@@ -766,6 +802,16 @@ async fn dir_fetch_refuses_at_preflight_what_the_gateway_would_refuse() {
     .await;
     assert_eq!(got["code"], "UNSUPPORTED_FILE_TYPE", "{got}");
     std::fs::remove_file(tree.join("link")).unwrap();
+    // One name in the tree, the other outside: not archived either.
+    std::fs::hard_link(s.outside.join("secret.txt"), tree.join("twin")).unwrap();
+    let got = call(
+        &s.files,
+        Op::Archive,
+        json!({ "path": p(&tree), "preflightOnly": true }),
+    )
+    .await;
+    assert_eq!(got["code"], "UNSUPPORTED_FILE_TYPE", "{got}");
+    std::fs::remove_file(tree.join("twin")).unwrap();
     for i in 0..=MAX_TREE_ENTRIES {
         std::fs::write(tree.join(format!("f{i}")), "").unwrap();
     }

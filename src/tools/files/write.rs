@@ -166,6 +166,9 @@ pub fn file_write(files: &Files, request: &Request) -> Result<Value, Failure> {
             None => failure,
         });
     }
+    // Confined first: the answers below name the canonical path, which
+    // must not tell a caller where a link outside the roots leads.
+    files.confine(raw, Path::new(&canonical))?;
     if let Some(changed) = request.canonical_changed(&canonical) {
         return Err(changed);
     }
@@ -176,7 +179,6 @@ pub fn file_write(files: &Files, request: &Request) -> Result<Value, Failure> {
             _ => return Err(identity_changed(&canonical)),
         },
     };
-    files.confine(raw, Path::new(&canonical))?;
     if !parent_exists && !create_parents {
         return Err(failure(
             "PARENT_NOT_FOUND",
@@ -225,7 +227,9 @@ pub fn file_write(files: &Files, request: &Request) -> Result<Value, Failure> {
                         ),
                     ));
                 }
-                if reject_hardlinks && meta.nlink() > 1 {
+                // Always, not only when asked (OpenClaw: only then): the
+                // other names of the file may be outside every root.
+                if meta.nlink() > 1 {
                     return Err(failure(
                         "HARDLINK_TARGET_DENIED",
                         "refusing to overwrite a file with hard links",
@@ -292,7 +296,7 @@ pub fn file_write(files: &Files, request: &Request) -> Result<Value, Failure> {
     };
     let (path, overwritten, id) = match bound_target {
         Some(expected) => {
-            let id = overwrite_bound(&canonical, &expected, reject_hardlinks, &bytes)?;
+            let id = overwrite_bound(&canonical, &expected, &bytes)?;
             (canonical, true, id)
         }
         None => {
@@ -397,7 +401,6 @@ fn anchor_of(canonical: &str) -> Result<(String, Identity), Failure> {
 fn overwrite_bound(
     canonical: &str,
     expected: &Identity,
-    reject_hardlinks: bool,
     bytes: &[u8],
 ) -> Result<Identity, Failure> {
     let real = Path::new(canonical);
@@ -406,7 +409,7 @@ fn overwrite_bound(
     if !meta.is_file() || &identity(&meta) != expected || !open::is_at(&file, real) {
         return Err(identity_changed(canonical));
     }
-    if reject_hardlinks && meta.nlink() > 1 {
+    if meta.nlink() > 1 {
         return Err(failure(
             "HARDLINK_TARGET_DENIED",
             "refusing to overwrite a file with hard links",
