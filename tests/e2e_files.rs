@@ -26,29 +26,27 @@ const COMMANDS: [&str; 5] = [
     "dir.fetch",
     "file.write",
 ];
-/// What `scripts/sandbox.sh` allows; restored after each test.
-const SANDBOX_ALLOW: &str = r#"["read_file", "write_file", "list_files", "search_files", "read_config", "validate_config", "run_command", "system_info"]"#;
-
 /// The gateway configured for file transfers while it lives: the five
-/// commands allowed, and `policy` as the file-transfer plugin's config.
-struct Configured;
+/// commands allowed, and `policy` as the file-transfer plugin's config;
+/// the allow list it found is put back after (other suites rely on it).
+struct Configured {
+    allowed: Value,
+}
 
 impl Configured {
     fn new(policy: Value) -> Self {
-        let mut allow: Vec<Value> = serde_json::from_str(SANDBOX_ALLOW).unwrap();
+        let allowed = openclaw_json(&["config", "get", "gateway.nodes.commands.allow", "--json"]);
+        let mut allow: Vec<Value> = allowed.as_array().cloned().unwrap_or_default();
         allow.extend(COMMANDS.iter().map(|c| json!(c)));
         set("gateway.nodes.commands.allow", &Value::Array(allow));
         set("plugins.entries.file-transfer.config", &policy);
-        Configured
+        Configured { allowed }
     }
 }
 
 impl Drop for Configured {
     fn drop(&mut self) {
-        set(
-            "gateway.nodes.commands.allow",
-            &serde_json::from_str(SANDBOX_ALLOW).unwrap(),
-        );
+        set("gateway.nodes.commands.allow", &self.allowed);
         let _ = openclaw(&["config", "unset", "plugins.entries.file-transfer.config"]);
     }
 }

@@ -34,6 +34,9 @@ async fn a_wrong_or_missing_pin_is_refused_before_any_frame() {
     let wrong = "AB:".repeat(31) + "AB";
     let mut node = Node::start(&gw.url(), &["--token", TOKEN, "--tls-fingerprint", &wrong]);
     assert_eq!(node.wait_exit(LONG).await, Some(1));
+    // Its stderr is read by a thread of the test's: the last lines may
+    // arrive a moment after the exit (seen under load).
+    node.wait_stderr("is pinned", LONG).await;
     let said = node.stderr();
     assert!(
         said.contains(&format!(
@@ -45,6 +48,7 @@ async fn a_wrong_or_missing_pin_is_refused_before_any_frame() {
     // Self-signed and nothing pinned: the system does not vouch for it.
     let mut node = Node::start(&gw.url(), &["--token", TOKEN]);
     assert_eq!(node.wait_exit(LONG).await, Some(1));
+    node.wait_stderr("--tls-fingerprint", LONG).await;
     let said = node.stderr();
     assert!(
         said.contains("presented a certificate the system does not trust")
