@@ -12,7 +12,7 @@ use std::path::Path;
 
 use common::claude::{A, B, C, ClaudeDir, F};
 use common::claude_pages::{check_catalog_page, check_transcript_page};
-use common::e2e::{RealNode, TheirNode, openclaw, openclaw_json};
+use common::e2e::{RealNode, TheirNode, nodes_invoke, openclaw, openclaw_json};
 use serde_json::{Value, json};
 
 const LIST: &str = "anthropic.claude.sessions.list.v1";
@@ -162,18 +162,9 @@ fn e2e_off_by_default_the_commands_are_not_declared() {
 
 /// The raw payload of one invoke of `command` on node `name`.
 fn invoke(name: &str, command: &str, params: &Value) -> Value {
-    let (stdout, stderr, _) = openclaw(&[
-        "nodes",
-        "invoke",
-        "--node",
-        name,
-        "--command",
-        command,
-        "--params",
-        &params.to_string(),
-        "--json",
-    ]);
-    serde_json::from_str(&stdout).unwrap_or_else(|_| json!({"error": format!("{stdout}{stderr}")}))
+    let invoked = nodes_invoke(name, command, params, None);
+    let said = invoked.said;
+    invoked.json.unwrap_or_else(|| json!({ "error": said }))
 }
 
 #[test]

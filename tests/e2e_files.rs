@@ -15,7 +15,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::e2e::{RealNode, TheirNode, openclaw, openclaw_json, turn_with_approvals};
+use common::e2e::{
+    RealNode, TheirNode, nodes_invoke, openclaw, openclaw_json, turn_with_approvals,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -76,32 +78,12 @@ fn ws_rules(ws: &str) -> Value {
 /// `openclaw nodes invoke` of a file command: the gateway's answer
 /// (`{ok, payload}` or `{ok:false, error}`).
 fn invoke(node: &str, command: &str, params: Value) -> Value {
-    let params = params.to_string();
-    let (stdout, stderr, _) = openclaw(&[
-        "nodes",
-        "invoke",
-        "--node",
-        node,
-        "--command",
-        command,
-        "--params",
-        &params,
-        // Generous: the debug build hashes and encodes 16 MiB slowly.
-        "--invoke-timeout",
-        "120000",
-        "--timeout",
-        "150000",
-        "--json",
-    ]);
-    serde_json::from_str(&stdout).unwrap_or_else(|_| {
-        serde_json::from_str(
-            stderr
-                .lines()
-                .rfind(|l| l.starts_with('{'))
-                .unwrap_or("null"),
-        )
-        .unwrap_or_else(|_| json!({ "ok": false, "raw": format!("{stdout}\n{stderr}") }))
-    })
+    // Generous: the debug build hashes and encodes 16 MiB slowly.
+    let invoked = nodes_invoke(node, command, &params, Some(120_000));
+    let said = invoked.said;
+    invoked
+        .json
+        .unwrap_or_else(|| json!({ "ok": false, "raw": said }))
 }
 
 /// The same, retried while the gateway has not taken the new policy yet.

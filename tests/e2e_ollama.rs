@@ -10,33 +10,16 @@
 
 mod common;
 
-use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
+use common::e2e::{RealNode, TheirNode, nodes_invoke, turn_with_approvals};
 use common::ollama::StandIn;
 use serde_json::{Value, json};
 
 /// `openclaw nodes invoke` as the docs give it: the payload, or the error
 /// text the operator reads (the node's name taken out).
 fn invoke(node: &str, command: &str, params: Value) -> Result<Value, String> {
-    let params = params.to_string();
-    let (stdout, stderr, code) = openclaw(&[
-        "nodes",
-        "invoke",
-        "--node",
-        node,
-        "--command",
-        command,
-        "--params",
-        &params,
-        "--invoke-timeout",
-        "90000",
-        "--timeout",
-        "100000",
-        "--json",
-    ]);
-    match serde_json::from_str::<Value>(&stdout) {
-        Ok(v) if code == Some(0) && v["ok"] == true => Ok(v["payload"].clone()),
-        _ => Err(format!("{stdout}{stderr}").replace(node, "NODE")),
-    }
+    nodes_invoke(node, command, &params, Some(90_000))
+        .payload()
+        .map_err(|said| said.replace(node, "NODE"))
 }
 
 /// The `/api/chat` bodies the stand-in received since `from`.

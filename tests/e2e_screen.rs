@@ -11,7 +11,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::desktop::Xvfb;
-use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
+use common::e2e::{RealNode, TheirNode, nodes_invoke, openclaw, turn_with_approvals};
 use serde_json::{Value, json};
 
 const ID: &str = "0b5c3f0e-8d1a-4c2b-9e7f-1a2b3c4d5e6f";
@@ -20,36 +20,11 @@ const OTHER: &str = "7d1e2f3a-4b5c-4d6e-8f70-81a2b3c4d5e6";
 /// One `openclaw nodes invoke`: the node's payload, or the node's error
 /// message (`Error: …`) as the CLI relays it.
 fn invoke(node: &str, command: &str, params: Value) -> Result<Value, String> {
-    let (stdout, stderr, code) = openclaw(&[
-        "nodes",
-        "invoke",
-        "--node",
-        node,
-        "--command",
-        command,
-        "--params",
-        &params.to_string(),
-        "--json",
-    ]);
-    if code == Some(0) {
-        let answer: Value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|_| panic!("no JSON from nodes invoke:\n{stdout}\n{stderr}"));
-        return Ok(answer["payload"].clone());
+    let invoked = nodes_invoke(node, command, &params, None);
+    if invoked.ok {
+        return invoked.payload();
     }
-    let said = format!("{stdout}{stderr}");
-    // The node's words, else the gateway's (it refuses computer.act
-    // arguments its computer-use contract does not admit before any node
-    // sees them: "… could not be classified by plugin cua-computer").
-    let at = said
-        .find("Error: ")
-        .or_else(|| said.find("Reason: ").map(|r| r + "Reason: ".len()))
-        .unwrap_or_else(|| panic!("no error in {said}"));
-    Err(said[at..]
-        .split(['"', '\n'])
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned())
+    Err(invoked.error_text())
 }
 
 fn display_env(x: &Xvfb) -> PathBuf {

@@ -10,44 +10,21 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::e2e::{RealNode, TheirNode, openclaw, turn_with_approvals};
+use common::e2e::{RealNode, TheirNode, nodes_invoke, openclaw, turn_with_approvals};
 use common::sensors::{JPEG, World};
 use serde_json::{Value, json};
 
 /// One `openclaw nodes invoke`: the node's payload, or its error's message.
 fn invoke(node: &str, command: &str, params: Value) -> Result<Value, String> {
-    let (stdout, stderr, code) = openclaw(&[
-        "nodes",
-        "invoke",
-        "--node",
-        node,
-        "--command",
-        command,
-        "--params",
-        &params.to_string(),
-        "--json",
-    ]);
-    if code == Some(0) {
-        let answer: Value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|_| panic!("no JSON from nodes invoke:\n{stdout}\n{stderr}"));
-        return Ok(answer["payload"].clone());
-    }
-    Err(format!("{stdout}{stderr}"))
+    nodes_invoke(node, command, &params, None).payload()
 }
 
 /// The message of a node's error as the CLI prints it (the node's words,
 /// `Error: …`, inside its own).
 fn failure(node: &str, command: &str, params: Value) -> String {
-    let said = invoke(node, command, params).expect_err("a failure");
-    let at = said
-        .find("Error: ")
-        .unwrap_or_else(|| panic!("no node error in {said}"));
-    said[at..]
-        .split(['"', '\n'])
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned()
+    let invoked = nodes_invoke(node, command, &params, None);
+    assert!(!invoked.ok, "a failure: {}", invoked.said);
+    invoked.error_text()
 }
 
 fn without_test_root(env: Vec<(String, PathBuf)>) -> Vec<(String, PathBuf)> {

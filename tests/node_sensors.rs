@@ -17,17 +17,6 @@ use common::node::{LONG, Node, error_code, payload};
 use common::sensors::{JPEG, World};
 use serde_json::{Value, json};
 
-async fn node(world: &World, args: &[&str], extra: &[(&str, &str)]) -> (FakeGateway, Node) {
-    let gw = FakeGateway::start(Config::default()).await;
-    let env = world.env(extra);
-    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
-    let mut all = vec!["--token", TOKEN];
-    all.extend(args);
-    let node = Node::start_with_env(&gw.url(), &all, &env);
-    gw.wait_hellos(1, LONG).await;
-    (gw, node)
-}
-
 fn declared(gw: &FakeGateway) -> (Vec<String>, Vec<String>) {
     let connect = &gw.connects()[0];
     let list = |key: &str| -> Vec<String> {
@@ -49,7 +38,7 @@ fn message(result: &Value) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn nothing_is_sensed_unless_the_owner_turns_it_on() {
     let world = World::new();
-    let (gw, node) = node(&world, &[], &[]).await;
+    let (gw, node) = world.node(&[], &[]).await;
     let (commands, caps) = declared(&gw);
     assert!(
         !commands
@@ -123,7 +112,7 @@ async fn commands_naming_a_sensor_that_is_off_says_how_to_turn_it_on() {
 #[tokio::test(flavor = "multi_thread")]
 async fn location_runs_where_am_i_as_openclaw_does_and_stops_at_the_first_fix() {
     let world = World::new();
-    let (gw, _node) = node(&world, &["--location"], &[("STANDIN_GEO", "fix")]).await;
+    let (gw, _node) = world.node(&["--location"], &[("STANDIN_GEO", "fix")]).await;
     let (commands, caps) = declared(&gw);
     assert!(commands.contains(&"location.get".to_owned()));
     assert!(caps.contains(&"location".to_owned()), "{caps:?}");
@@ -199,7 +188,7 @@ async fn location_failures_have_openclaws_words() {
             "Error: LOCATION_TIMEOUT: no fix in time",
         ),
     ] {
-        let (gw, _node) = node(&world, &["--location"], &[("STANDIN_GEO", mode)]).await;
+        let (gw, _node) = world.node(&["--location"], &[("STANDIN_GEO", mode)]).await;
         let r = gw.invoke("location.get", params).await;
         assert_eq!(message(&r), expected, "{mode}");
     }
@@ -213,12 +202,12 @@ async fn the_newest_fix_wins_and_one_within_max_age_is_taken() {
         .unwrap()
         .as_secs()
         .to_string();
-    let (gw, _node) = node(
-        &world,
-        &["--location"],
-        &[("STANDIN_GEO", "two"), ("STANDIN_EPOCH", &now)],
-    )
-    .await;
+    let (gw, _node) = world
+        .node(
+            &["--location"],
+            &[("STANDIN_GEO", "two"), ("STANDIN_EPOCH", &now)],
+        )
+        .await;
     let fix = payload(&gw.invoke("location.get", json!({"maxAgeMs": 60000})).await);
     assert_eq!(
         (fix["lat"].clone(), fix["isPrecise"].clone()),
@@ -229,7 +218,7 @@ async fn the_newest_fix_wins_and_one_within_max_age_is_taken() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cameras_are_the_devices_ffmpeg_lists_formats_for_in_number_order() {
     let world = World::new();
-    let (gw, _node) = node(&world, &["--camera"], &[]).await;
+    let (gw, _node) = world.node(&["--camera"], &[]).await;
     let (commands, caps) = declared(&gw);
     for c in ["camera.list", "camera.snap", "camera.clip"] {
         assert!(commands.contains(&c.to_owned()), "{commands:?}");
@@ -259,13 +248,15 @@ async fn cameras_are_the_devices_ffmpeg_lists_formats_for_in_number_order() {
 async fn a_photo_is_openclaws_ffmpeg_command_and_a_risky_call() {
     let world = World::new();
     // Not pre-approved, nobody to ask: refused, and nothing captured.
-    let (gw, node_) = node(&world, &["--camera", "--approval", "deny"], &[]).await;
+    let (gw, node_) = world.node(&["--camera", "--approval", "deny"], &[]).await;
     let r = gw.invoke("camera.snap", json!({})).await;
     assert_eq!(error_code(&r), "USER_REJECTED", "{r}");
     assert!(world.logged().is_empty(), "{:?}", world.logged());
     drop((gw, node_));
 
-    let (gw, _node) = node(&world, &["--camera", "--allow-command", "camera.snap"], &[]).await;
+    let (gw, _node) = world
+        .node(&["--camera", "--allow-command", "camera.snap"], &[])
+        .await;
     let photo = payload(&gw.invoke("camera.snap", json!({})).await);
     assert_eq!(photo["format"], "jpg");
     assert_eq!(
@@ -323,7 +314,9 @@ async fn a_photo_is_openclaws_ffmpeg_command_and_a_risky_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_photo_requests_get_openclaws_errors_and_open_nothing_unlisted() {
     let world = World::new();
-    let (gw, _node) = node(&world, &["--camera", "--allow-command", "camera.snap"], &[]).await;
+    let (gw, _node) = world
+        .node(&["--camera", "--allow-command", "camera.snap"], &[])
+        .await;
     for (params, expected) in [
         (
             json!({"format": "png"}),
@@ -367,12 +360,12 @@ async fn a_capture_that_fails_is_too_big_or_is_no_jpeg_is_said_so() {
             "Error: CAMERA_UNAVAILABLE: FFmpeg returned an invalid JPEG",
         ),
     ] {
-        let (gw, _node) = node(
-            &world,
-            &["--camera", "--allow-command", "camera.snap"],
-            &[("STANDIN_FFMPEG", mode)],
-        )
-        .await;
+        let (gw, _node) = world
+            .node(
+                &["--camera", "--allow-command", "camera.snap"],
+                &[("STANDIN_FFMPEG", mode)],
+            )
+            .await;
         let r = gw.invoke("camera.snap", json!({"delayMs": 0})).await;
         assert_eq!(message(&r), expected, "{mode}");
     }
@@ -381,12 +374,12 @@ async fn a_capture_that_fails_is_too_big_or_is_no_jpeg_is_said_so() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_capture_ends_with_the_callers_time_and_leaves_nothing() {
     let world = World::new();
-    let (gw, _node) = node(
-        &world,
-        &["--camera", "--allow-command", "camera.snap"],
-        &[("STANDIN_FFMPEG", "hang")],
-    )
-    .await;
+    let (gw, _node) = world
+        .node(
+            &["--camera", "--allow-command", "camera.snap"],
+            &[("STANDIN_FFMPEG", "hang")],
+        )
+        .await;
     let started = Instant::now();
     let id = gw.request("camera.snap", "{}", 3000);
     let r = gw.result(&id, Duration::from_secs(10)).await;
@@ -402,7 +395,9 @@ async fn a_hanging_capture_ends_with_the_callers_time_and_leaves_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_clip_records_the_microphone_only_where_the_owner_allowed_it() {
     let world = World::new();
-    let (gw, node_) = node(&world, &["--camera", "--allow-command", "camera.clip"], &[]).await;
+    let (gw, node_) = world
+        .node(&["--camera", "--allow-command", "camera.clip"], &[])
+        .await;
     let clip = payload(&gw.invoke("camera.clip", json!({"durationMs": 10})).await);
     assert_eq!(
         (
@@ -429,17 +424,17 @@ async fn a_clip_records_the_microphone_only_where_the_owner_allowed_it() {
     drop((gw, node_));
 
     world.forget();
-    let (gw, _node) = node(
-        &world,
-        &[
-            "--camera",
-            "--camera-audio",
-            "--allow-command",
-            "camera.clip",
-        ],
-        &[],
-    )
-    .await;
+    let (gw, _node) = world
+        .node(
+            &[
+                "--camera",
+                "--camera-audio",
+                "--allow-command",
+                "camera.clip",
+            ],
+            &[],
+        )
+        .await;
     let clip = payload(
         &gw.invoke("camera.clip", json!({"durationMs": 1234.9}))
             .await,

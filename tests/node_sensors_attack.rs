@@ -9,31 +9,19 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::gateway::{Config, FakeGateway, TOKEN};
-use common::node::{LONG, Node, payload};
+use common::node::{LONG, payload};
 use common::sensors::World;
 use serde_json::json;
-
-async fn node(world: &World, args: &[&str], extra: &[(&str, &str)]) -> (FakeGateway, Node) {
-    let gw = FakeGateway::start(Config::default()).await;
-    let env = world.env(extra);
-    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
-    let mut all = vec!["--token", TOKEN];
-    all.extend(args);
-    let node = Node::start_with_env(&gw.url(), &all, &env);
-    gw.wait_hellos(1, LONG).await;
-    (gw, node)
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_killed_outright_mid_capture_leaves_no_ffmpeg_behind() {
     let world = World::new();
-    let (gw, node) = node(
-        &world,
-        &["--camera", "--allow-command", "camera.snap"],
-        &[("STANDIN_FFMPEG", "hang")],
-    )
-    .await;
+    let (gw, node) = world
+        .node(
+            &["--camera", "--allow-command", "camera.snap"],
+            &[("STANDIN_FFMPEG", "hang")],
+        )
+        .await;
     let _ = gw.request("camera.snap", "{}", 60_000);
     let pid = Path::new(&format!("{}.pid", world.log().display())).to_path_buf();
     let deadline = Instant::now() + LONG;
@@ -48,12 +36,12 @@ async fn a_node_killed_outright_mid_capture_leaves_no_ffmpeg_behind() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flood_of_captures_is_served_one_at_a_time() {
     let world = World::new();
-    let (gw, _node) = node(
-        &world,
-        &["--camera", "--allow-command", "camera.snap"],
-        &[("STANDIN_FFMPEG", "slow")],
-    )
-    .await;
+    let (gw, _node) = world
+        .node(
+            &["--camera", "--allow-command", "camera.snap"],
+            &[("STANDIN_FFMPEG", "slow")],
+        )
+        .await;
     let ids: Vec<String> = (0..6)
         .map(|_| gw.request("camera.snap", r#"{"delayMs":0}"#, 30_000))
         .collect();

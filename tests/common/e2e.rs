@@ -60,6 +60,82 @@ pub fn openclaw(args: &[&str]) -> (String, String, Option<i32>) {
     )
 }
 
+/// What one `openclaw nodes invoke … --json` answered.
+pub struct Invoked {
+    /// Its JSON answer: stdout, else the last JSON line it printed on
+    /// stderr (a failure's).
+    pub json: Option<Value>,
+    /// All it printed.
+    pub said: String,
+    /// It exited 0.
+    pub ok: bool,
+}
+
+impl Invoked {
+    /// The node's payload, or all the CLI printed.
+    pub fn payload(self) -> Result<Value, String> {
+        match self.json {
+            Some(answer) if self.ok && answer["ok"] != false => Ok(answer["payload"].clone()),
+            _ => Err(self.said),
+        }
+    }
+
+    /// The error an operator reads: the node's words (`Error: …`), else the
+    /// gateway's reason, up to the end of its line or string.
+    pub fn error_text(&self) -> String {
+        let said = &self.said;
+        let at = said
+            .find("Error: ")
+            .or_else(|| said.find("Reason: ").map(|r| r + "Reason: ".len()))
+            .unwrap_or_else(|| panic!("no error in {said}"));
+        said[at..]
+            .split(['"', '\n'])
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+}
+
+/// `openclaw nodes invoke --node NODE --command COMMAND --params PARAMS
+/// --json`, with `--invoke-timeout MS` (and the CLI's own timeout 30 s
+/// past it) when given.
+pub fn nodes_invoke(node: &str, command: &str, params: &Value, invoke_ms: Option<u64>) -> Invoked {
+    let params = params.to_string();
+    let mut args = vec![
+        "nodes".to_owned(),
+        "invoke".into(),
+        "--node".into(),
+        node.into(),
+        "--command".into(),
+        command.into(),
+        "--params".into(),
+        params,
+        "--json".into(),
+    ];
+    if let Some(ms) = invoke_ms {
+        args.extend([
+            "--invoke-timeout".into(),
+            ms.to_string(),
+            "--timeout".into(),
+            (ms + 30_000).to_string(),
+        ]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (stdout, stderr, code) = openclaw(&args);
+    let json = serde_json::from_str(&stdout).ok().or_else(|| {
+        stderr
+            .lines()
+            .rfind(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+    });
+    Invoked {
+        json,
+        said: format!("{stdout}{stderr}"),
+        ok: code == Some(0),
+    }
+}
+
 pub fn openclaw_json(args: &[&str]) -> Value {
     let (stdout, stderr, code) = openclaw(args);
     serde_json::from_str(&stdout).unwrap_or_else(|e| {
@@ -234,20 +310,10 @@ impl RealNode {
     }
 
     pub fn invoke(&self, command: &str, params: Value) -> Value {
-        let params = params.to_string();
-        let (stdout, stderr, _) = openclaw(&[
-            "nodes",
-            "invoke",
-            "--node",
-            &self.name,
-            "--command",
-            command,
-            "--params",
-            &params,
-            "--json",
-        ]);
-        serde_json::from_str(&stdout)
-            .unwrap_or_else(|_| panic!("no JSON from nodes invoke {command}:\n{stdout}\n{stderr}"))
+        let invoked = nodes_invoke(&self.name, command, &params, None);
+        invoked
+            .json
+            .unwrap_or_else(|| panic!("no JSON from nodes invoke {command}:\n{}", invoked.said))
     }
 }
 

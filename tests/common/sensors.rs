@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::gateway::{Config, FakeGateway, TOKEN};
+use super::node::{LONG, Node};
+
 /// A 640×480 JPEG header, as FFmpeg starts one.
 pub const JPEG: &[u8] = &[
     0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 0xFF,
@@ -101,6 +104,27 @@ impl World {
             assert!(Instant::now() < deadline, "the stand-in outlived the call");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The first command line that was not a camera probe: the capture.
+    pub fn capture(&self) -> String {
+        self.logged()
+            .into_iter()
+            .find(|l| !l.contains("-list_formats"))
+            .unwrap_or_else(|| panic!("no capture ran: {:?}", self.logged()))
+    }
+
+    /// A node on the fake gateway with these stand-ins (and `extra`
+    /// variables) on its PATH, started with `args`.
+    pub async fn node(&self, args: &[&str], extra: &[(&str, &str)]) -> (FakeGateway, Node) {
+        let gw = FakeGateway::start(Config::default()).await;
+        let env = self.env(extra);
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+        let mut all = vec!["--token", TOKEN];
+        all.extend(args);
+        let node = Node::start_with_env(&gw.url(), &all, &env);
+        gw.wait_hellos(1, LONG).await;
+        (gw, node)
     }
 
     /// The stand-in a test made hang, still running?
