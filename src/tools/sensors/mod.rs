@@ -36,23 +36,15 @@ pub fn failure(text: impl std::fmt::Display) -> ToolError {
 /// (OpenClaw's are Linux only: V4L2 and GeoClue).
 pub const SUPPORTED: bool = cfg!(target_os = "linux");
 
-/// `program` on PATH, else the first of `also` that is executable.
+/// `program` on PATH, else the first of `also` that is executable (a
+/// mode bit set: the `which` crate takes any file as root's).
 pub fn find(program: &str, also: &[&str]) -> Option<PathBuf> {
     if let Ok(found) = which::which(program) {
         return Some(found);
     }
-    also.iter().map(PathBuf::from).find(|p| is_executable(p))
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
+    also.iter()
+        .map(PathBuf::from)
+        .find(|p| super::binding::is_executable(p))
 }
 
 /// A number field as OpenClaw's `asFiniteNumber` reads it: a finite JSON
@@ -189,6 +181,23 @@ mod tests {
         let e = failure("CAMERA_UNAVAILABLE: command timed out");
         assert_eq!(e.code, "INVALID_REQUEST");
         assert_eq!(e.message, "Error: CAMERA_UNAVAILABLE: command timed out");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_program_not_on_path_is_found_where_its_package_puts_it() {
+        let sh = find("sh", &[]).unwrap();
+        let sh = sh.to_str().unwrap();
+        assert_eq!(
+            find("no-such-program-here", &["/nonexistent/x", sh]).as_deref(),
+            Some(Path::new(sh))
+        );
+        // Not executable, or not there: not found.
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let plain = plain.to_str().unwrap();
+        assert_eq!(find("no-such-program-here", &[plain, "/nonexistent"]), None);
     }
 
     #[test]
