@@ -23,6 +23,7 @@ pub mod files;
 pub mod forbidden;
 pub mod fs;
 pub mod host;
+pub mod js;
 pub mod mcp_client;
 mod ollama;
 mod permit;

@@ -1,61 +1,19 @@
-//! JavaScript's semantics where OpenClaw's node leans on them and the
-//! gateway (or an operator comparing the two nodes) would see a
-//! difference: `String.prototype.trim`, lengths in UTF-16 units,
-//! `normalizeBoundedOptionalString`, `Date.parse` of ISO strings, Node's
-//! lenient base64url decoder, `JSON.stringify` of integral numbers, and an
-//! approximation of `localeCompare`.
+//! JavaScript's semantics the Claude commands lean on beyond what every
+//! family shares (`crate::tools::js`): `normalizeBoundedOptionalString`,
+//! `Date.parse` of ISO strings, and Node's lenient base64url decoder.
 //!
 //! Must never panic on any input: every caller feeds it what a file or a
 //! stranger wrote.
 
-use std::cmp::Ordering;
-
 use serde_json::Value;
 
-/// JavaScript's white space and line terminators (what `trim` removes).
-fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
-    )
-}
-
-pub fn trim(s: &str) -> &str {
-    s.trim_matches(is_js_space)
-}
-
-/// `s.length` in JavaScript.
-pub fn utf16_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
-}
+pub use crate::tools::js::{js_numbers, locale_compare, number, trim, truncate_utf16, utf16_len};
 
 /// OpenClaw's `normalizeBoundedOptionalString`: a string, trimmed, not
 /// blank, at most `max` UTF-16 units; anything else is absent.
 pub fn bounded(value: &Value, max: usize) -> Option<String> {
     let text = trim(value.as_str()?);
     (!text.is_empty() && utf16_len(text) <= max).then(|| text.to_owned())
-}
-
-/// `truncateUtf16Safe`: at most `max` UTF-16 units, never half a pair.
-pub fn truncate_utf16(s: &str, max: usize) -> &str {
-    let mut units = 0;
-    for (at, c) in s.char_indices() {
-        units += c.len_utf16();
-        if units > max {
-            return &s[..at];
-        }
-    }
-    s
 }
 
 /// `parseDateFirstTimestampMs`: a finite number as it is, a string as
@@ -232,67 +190,10 @@ pub fn base64url_decode_lenient(text: &str) -> Vec<u8> {
     out
 }
 
-/// Integral floats as `JSON.stringify` writes them (`1.0` is `1`), so the
-/// same value reads back the same from both nodes.
-pub fn js_numbers(value: &mut Value) {
-    match value {
-        Value::Number(n) if n.is_f64() => {
-            if let Some(f) = n.as_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9.0e18
-            {
-                *value = Value::from(f as i64);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(js_numbers),
-        Value::Object(map) => map.values_mut().for_each(js_numbers),
-        _ => {}
-    }
-}
-
-/// A number as `JSON.stringify` would give it back (integral: an integer).
-pub fn js_number(f: f64) -> Value {
-    let mut v = serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number);
-    js_numbers(&mut v);
-    v
-}
-
-/// An approximation of `localeCompare` (ICU's root collation): letters
-/// and digits compared without case first (punctuation before digits,
-/// digits before letters), then lower case before upper. Exact for the
-/// names Claude Code makes (`-home-me-proj`, UUIDs); other orders may
-/// differ slightly.
-pub fn locale_compare(a: &str, b: &str) -> Ordering {
-    fn primary(c: char) -> (u8, u32) {
-        const PUNCT: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
-        if let Some(at) = PUNCT.find(c) {
-            (0, at as u32)
-        } else if c.is_ascii_digit() {
-            (1, c as u32)
-        } else if c.is_alphabetic() {
-            (2, c.to_lowercase().next().unwrap_or(c) as u32)
-        } else {
-            (0, 64 + c as u32)
-        }
-    }
-    let by_primary = a.chars().map(primary).cmp(b.chars().map(primary));
-    by_primary.then_with(|| {
-        let case = |c: char| (c.is_uppercase(), c);
-        a.chars().map(case).cmp(b.chars().map(case))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn trim_is_javascripts() {
-        assert_eq!(trim("\u{feff} a\u{a0}\n"), "a");
-        // NEL is white space to Rust but not to JavaScript.
-        assert_eq!(trim("\u{85}a"), "\u{85}a");
-    }
 
     #[test]
     fn bounded_counts_utf16_units() {
@@ -301,13 +202,6 @@ mod tests {
         assert_eq!(bounded(&json!(5), 10), None);
         assert_eq!(bounded(&json!("😀"), 1), None);
         assert_eq!(bounded(&json!("😀"), 2).as_deref(), Some("😀"));
-    }
-
-    #[test]
-    fn truncation_never_splits_a_pair() {
-        assert_eq!(truncate_utf16("a😀b", 2), "a");
-        assert_eq!(truncate_utf16("a😀b", 3), "a😀");
-        assert_eq!(truncate_utf16("ab", 5), "ab");
     }
 
     /// Each row: what node 20 / V8 answered for `Date.parse` (TZ=UTC).
@@ -366,27 +260,5 @@ mod tests {
                 .collect();
             assert_eq!(got, hex, "{text:?}");
         }
-    }
-
-    #[test]
-    fn integral_floats_become_integers() {
-        let mut v: Value = serde_json::from_str(r#"{"a":[1.0,-0.0,2.5,1e3]}"#).unwrap();
-        js_numbers(&mut v);
-        assert_eq!(v.to_string(), r#"{"a":[1,0,2.5,1000]}"#);
-    }
-
-    /// The order `Array.prototype.sort` with `localeCompare` gave in node 20.
-    #[test]
-    fn locale_order_of_claude_project_names() {
-        let mut names = vec![
-            "ab", "a-b", "A", "1", "-y", "-tmp-b", "-tmp-A", "-tmp-a", "_x",
-        ];
-        names.sort_by(|a, b| locale_compare(a, b));
-        assert_eq!(
-            names,
-            [
-                "_x", "-tmp-a", "-tmp-A", "-tmp-b", "-y", "1", "A", "a-b", "ab"
-            ]
-        );
     }
 }

@@ -62,7 +62,7 @@ pub struct Session {
 }
 
 fn js_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    js::js_number(value.unwrap_or(0.0)).serialize(s)
+    js::number(value.unwrap_or(0.0)).serialize(s)
 }
 
 impl Session {

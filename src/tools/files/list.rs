@@ -108,13 +108,11 @@ pub(super) fn through(dir: &File, real: &Path) -> PathBuf {
     }
 }
 
-/// JS `localeCompare` is ICU collation, which no table here reproduces:
-/// case-insensitively first, then by bytes. Their order and ours may
-/// differ on punctuation; the set of names never does.
+/// OpenClaw sorts names with `localeCompare`: the shared approximation of
+/// ICU's order (exact for ASCII), ties broken by bytes so pages are
+/// stable.
 pub(super) fn by_name(a: &str, b: &str) -> Ordering {
-    a.to_lowercase()
-        .cmp(&b.to_lowercase())
-        .then_with(|| a.cmp(b))
+    crate::tools::js::locale_compare(a, b).then_with(|| a.cmp(b))
 }
 
 pub fn dir_list(files: &Files, request: &Request) -> Result<Value, Failure> {

@@ -80,12 +80,12 @@ impl Params {
         )?
         .map_or(DEFAULT_TIMEOUT_MS, |n| n as u64);
         let temperature = finite_number(&params, "temperature", 0.0, 2.0)?;
-        if js::length(&prompt) > MAX_PROMPT {
+        if js::utf16_len(&prompt) > MAX_PROMPT {
             return Err(invalid(&format!("prompt exceeds {MAX_PROMPT} characters")));
         }
         if system
             .as_deref()
-            .is_some_and(|s| js::length(s) > MAX_SYSTEM)
+            .is_some_and(|s| js::utf16_len(s) > MAX_SYSTEM)
         {
             return Err(invalid(&format!("system exceeds {MAX_SYSTEM} characters")));
         }

@@ -47,7 +47,7 @@ impl Prepared {
         let summary = format!(
             "ollama.chat: {} ({} characters of prompt)",
             crate::shared::escape::line(&model),
-            js::length(&params.prompt)
+            js::utf16_len(&params.prompt)
         );
         Ok(Self {
             call: Call::plain("ollama.chat", Risk::Safe, summary),

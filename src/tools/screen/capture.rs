@@ -86,7 +86,7 @@ pub async fn screen_size(desktop: &Desktop, budget: Duration) -> Result<Size, To
     parse_size(&said).ok_or_else(|| {
         error(format!(
             "COMPUTER_DRIVER_ERROR: unreadable display geometry {:?}",
-            crate::tools::sensors::utf16_prefix(said.trim(), 80)
+            crate::tools::js::truncate_utf16(said.trim(), 80)
         ))
     })
 }

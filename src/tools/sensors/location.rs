@@ -206,16 +206,16 @@ fn parse(
             continue;
         }
         let mut fix = Map::new();
-        fix.insert("lat".into(), json_number(lat));
-        fix.insert("lon".into(), json_number(lon));
-        fix.insert("accuracyMeters".into(), json_number(accuracy));
+        fix.insert("lat".into(), crate::tools::js::number(lat));
+        fix.insert("lon".into(), crate::tools::js::number(lon));
+        fix.insert("accuracyMeters".into(), crate::tools::js::number(accuracy));
         for (label, key) in [
             ("Altitude:", "altitudeMeters"),
             ("Speed:", "speedMps"),
             ("Heading:", "headingDeg"),
         ] {
             if let Some(text) = field(block, label) {
-                fix.insert(key.into(), json_number(js_number(text)));
+                fix.insert(key.into(), crate::tools::js::number(js_number(text)));
             }
         }
         fix.insert(
@@ -299,18 +299,6 @@ fn js_number(text: &str) -> f64 {
         return f64::NAN;
     }
     text.parse().unwrap_or(f64::NAN)
-}
-
-/// A number as `JSON.stringify` writes it: integers without a fraction,
-/// NaN as null.
-fn json_number(n: f64) -> Value {
-    if !n.is_finite() {
-        Value::Null
-    } else if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
-        json!(n as i64)
-    } else {
-        json!(n)
-    }
 }
 
 #[cfg(test)]

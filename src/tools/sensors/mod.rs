@@ -144,7 +144,7 @@ fn tool_error(outcome: &Outcome) -> String {
         );
     }
     let collapsed = detail.split_whitespace().collect::<Vec<_>>().join(" ");
-    utf16_prefix(&collapsed, 300).to_owned()
+    crate::tools::js::truncate_utf16(&collapsed, 300).to_owned()
 }
 
 /// OpenClaw's `assertToolResult`: a run that timed out or failed is
@@ -157,19 +157,6 @@ pub(in crate::tools) fn check(outcome: &Outcome, code: &str) -> Result<(), ToolE
         return Err(failure(format!("{code}: {}", tool_error(outcome))));
     }
     Ok(())
-}
-
-/// The longest prefix of `text` within `units` UTF-16 code units, never
-/// splitting a character (what JavaScript's string limits count).
-pub(in crate::tools) fn utf16_prefix(text: &str, units: usize) -> &str {
-    let mut used = 0;
-    for (i, c) in text.char_indices() {
-        used += c.len_utf16();
-        if used > units {
-            return &text[..i];
-        }
-    }
-    text
 }
 
 #[cfg(test)]
@@ -208,14 +195,6 @@ mod tests {
         assert_eq!(finite(&p, "c"), None);
         assert_eq!(finite(&p, "d"), Some(1.5));
         assert_eq!(finite(&p, "e"), None);
-    }
-
-    #[test]
-    fn utf16_prefixes_count_astral_characters_twice_and_never_split_one() {
-        assert_eq!(utf16_prefix("abc", 2), "ab");
-        assert_eq!(utf16_prefix("a😀b", 2), "a");
-        assert_eq!(utf16_prefix("a😀b", 3), "a😀");
-        assert_eq!(utf16_prefix("", 3), "");
     }
 
     #[tokio::test]
