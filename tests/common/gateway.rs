@@ -707,6 +707,8 @@ where
         .max_frame_size(Some(64 << 20));
     let stream: Box<dyn Io> = Box::new(stream);
     let mut uri = String::new();
+    // The callback's type is tungstenite's.
+    #[allow(clippy::result_large_err)]
     let seen = |req: &tokio_tungstenite::tungstenite::handshake::server::Request, res| {
         uri = req.uri().to_string();
         Ok(res)
