@@ -161,6 +161,20 @@ pub struct FakeGateway {
     /// Run events, for every operator.
     to_operators: broadcast::Sender<(Option<u64>, String)>,
     stop: Option<oneshot::Sender<()>>,
+    attach_tx: mpsc::UnboundedSender<Attach>,
+    attaches: tokio::sync::Mutex<mpsc::UnboundedReceiver<Attach>>,
+}
+
+/// A stream a connection runs on (TCP, or TLS over it).
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+/// A socket a node opened on `/node-desktop/attach?…` (`desktop.stream`),
+/// handed to the test as accepted: the gateway does nothing else with it.
+pub struct Attach {
+    /// The request's path and query.
+    pub uri: String,
+    pub ws: tokio_tungstenite::WebSocketStream<Box<dyn Io>>,
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +210,7 @@ impl FakeGateway {
         let (to_node, _) = broadcast::channel(64);
         let (results, _) = broadcast::channel(64);
         let (to_operators, _) = broadcast::channel(1024);
+        let (attach_tx, attaches) = mpsc::unbounded_channel();
         let mut gw = Self {
             addr,
             config,
@@ -204,6 +219,8 @@ impl FakeGateway {
             results,
             to_operators,
             stop: None,
+            attach_tx,
+            attaches: tokio::sync::Mutex::new(attaches),
         };
         gw.serve(listener);
         gw
@@ -232,6 +249,7 @@ impl FakeGateway {
             to_node: self.to_node.clone(),
             results: self.results.clone(),
             to_operators: self.to_operators.clone(),
+            attaches: self.attach_tx.clone(),
         };
         let tls = self.config.tls.as_ref().map(TestCert::acceptor);
         tokio::spawn(async move {
@@ -282,6 +300,20 @@ impl FakeGateway {
             }
         };
         self.serve(listener);
+    }
+
+    /// The next attach socket a node opened, waiting up to `within`.
+    pub async fn attach(&self, within: Duration) -> Attach {
+        let mut rx = self.attaches.lock().await;
+        tokio::time::timeout(within, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no attach socket within {within:?}"))
+            .expect("attach channel closed")
+    }
+
+    /// An attach socket already opened, if any.
+    pub fn try_attach(&self) -> Option<Attach> {
+        self.attaches.try_lock().ok()?.try_recv().ok()
     }
 
     /// Waits until `n` hello-ok have been sent in total.
@@ -651,6 +683,7 @@ struct Hub {
     to_node: broadcast::Sender<Outgoing>,
     results: broadcast::Sender<Value>,
     to_operators: broadcast::Sender<(Option<u64>, String)>,
+    attaches: mpsc::UnboundedSender<Attach>,
 }
 
 async fn connection<S>(stream: S, hub: Hub)
@@ -663,6 +696,7 @@ where
         to_node,
         results,
         to_operators,
+        attaches,
     } = hub.clone();
     let mut to_node = to_node.subscribe();
     let mut run_events = to_operators.subscribe();
@@ -671,9 +705,23 @@ where
     let limits = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(64 << 20))
         .max_frame_size(Some(64 << 20));
-    let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(limits)).await else {
+    let stream: Box<dyn Io> = Box::new(stream);
+    let mut uri = String::new();
+    // The callback's type is tungstenite's.
+    #[allow(clippy::result_large_err)]
+    let seen = |req: &tokio_tungstenite::tungstenite::handshake::server::Request, res| {
+        uri = req.uri().to_string();
+        Ok(res)
+    };
+    let Ok(ws) = tokio_tungstenite::accept_hdr_async_with_config(stream, seen, Some(limits)).await
+    else {
         return;
     };
+    // A desktop relay's socket: the test's.
+    if uri.starts_with("/node-desktop/attach") {
+        let _ = attaches.send(Attach { uri, ws });
+        return;
+    }
     let (mut tx, mut rx) = ws.split();
     let nonce = uuid::Uuid::new_v4().to_string();
     let ts = now_ms();

@@ -93,18 +93,16 @@ pub async fn stream(
             Auth::VncPassword | Auth::ArdAccount => {}
         }
         let password = match (&host.password_file, auth) {
-            (Some(file), Auth::VncPassword) => Some(read_password(file)?),
+            (Some(file), Auth::VncPassword) => Some(Secret(read_password(file)?)),
             _ => None,
         };
         let url = relay::attach_url(&gateway.url, &ticket)?;
         let mut ws = tokio::time::timeout(ATTACH_TIME, relay::attach(gateway, &url))
             .await
             .map_err(|_| "desktop stream attach timed out".to_owned())??;
-        let mut metadata = json!({"auth": auth.wire()});
-        if let Some(password) = password {
-            metadata["vncPassword"] = json!(password);
-        }
-        relay::introduce(&mut ws, metadata.to_string().into_bytes()).await?;
+        let metadata = metadata(auth, password.as_ref());
+        drop(password);
+        relay::introduce(&mut ws, metadata).await?;
         say("desktop stream attached\n");
         let mut carried = relay::Carried::default();
         let ended = relay::splice(
@@ -136,6 +134,43 @@ pub async fn stream(
         _ = tokio::time::sleep(timeout) => {}
     }
     Ok(json!({"status": "closed"}))
+}
+
+/// The password while the node holds it: wiped when dropped, however
+/// the call ends (an attach that fails drops it too).
+struct Secret(String);
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        wipe(std::mem::take(&mut self.0).into_bytes());
+    }
+}
+
+/// Zeroes the whole allocation (spare capacity too) before it is freed:
+/// freed memory keeps what it held.
+pub(super) fn wipe(mut bytes: Vec<u8>) {
+    let capacity = bytes.capacity();
+    bytes.clear();
+    bytes.resize(capacity, 0);
+    std::hint::black_box(&bytes);
+}
+
+/// `{"auth": …, "vncPassword"?: …}`, written straight into a buffer with
+/// room for the worst escaping (`\u00XX` per byte), so it never grows:
+/// growing would leave a copy of the password in the block it left, and
+/// a `Value` would hold another.
+fn metadata(auth: Auth, password: Option<&Secret>) -> Vec<u8> {
+    let room = password.map_or(0, |p| 6 * p.0.len());
+    let mut out = Vec::with_capacity(64 + room);
+    out.extend_from_slice(b"{\"auth\":\"");
+    out.extend_from_slice(auth.wire().as_bytes());
+    out.push(b'"');
+    if let Some(password) = password {
+        out.extend_from_slice(b",\"vncPassword\":");
+        serde_json::to_writer(&mut out, password.0.as_str()).expect("a string into a Vec");
+    }
+    out.push(b'}');
+    out
 }
 
 /// `{ticket, attachPath}` exactly, as OpenClaw's node host checks them.
@@ -201,6 +236,10 @@ fn read_password(path: &std::path::Path) -> Result<String, String> {
         Ok(_) => {
             let text = String::from_utf8_lossy(&buf);
             let password = text.trim_end_matches(['\r', '\n']).to_owned();
+            // Not UTF-8: the lossy text is a copy of its own.
+            if let std::borrow::Cow::Owned(text) = text {
+                wipe(text.into_bytes());
+            }
             if password.is_empty() {
                 Err("desktop password file is empty".into())
             } else {
@@ -208,8 +247,7 @@ fn read_password(path: &std::path::Path) -> Result<String, String> {
             }
         }
     };
-    buf.fill(0);
-    std::hint::black_box(&buf);
+    wipe(buf);
     result
 }
 
@@ -263,6 +301,24 @@ mod tests {
                 decode(none).unwrap_err(),
                 "INVALID_REQUEST: desktop stream params required"
             );
+        }
+    }
+
+    #[test]
+    fn the_metadata_is_the_json_openclaw_sends_and_never_grows() {
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+        assert_eq!(
+            parse(&metadata(Auth::ArdAccount, None)),
+            json!({"auth": "ard-account"})
+        );
+        for pw in ["s3cret", "q\"\\\u{1}\u{7f}é\u{fffd}", &"\u{1}".repeat(4096)] {
+            let secret = Secret(pw.to_owned());
+            let out = metadata(Auth::VncPassword, Some(&secret));
+            assert_eq!(
+                parse(&out),
+                json!({"auth": "vnc-password", "vncPassword": pw})
+            );
+            assert_eq!(out.capacity(), 64 + 6 * pw.len(), "it grew");
         }
     }
 

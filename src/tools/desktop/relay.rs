@@ -63,12 +63,30 @@ pub struct Carried {
 
 /// The one binary frame that opens the attach: how the gateway must
 /// authenticate, and the password when the node has one. The buffer is
-/// wiped once sent.
-pub async fn introduce(ws: &mut transport::Ws, mut metadata: Vec<u8>) -> Result<(), String> {
-    let sent = ws.send(Message::Binary(metadata.clone().into())).await;
-    metadata.fill(0);
-    std::hint::black_box(&metadata);
-    sent.map_err(|e| e.to_string())
+/// wiped when the socket drops the frame. (A client frame's masked copy
+/// stays in the socket's write buffer until later frames overwrite it.)
+pub async fn introduce(ws: &mut transport::Ws, metadata: Vec<u8>) -> Result<(), String> {
+    // The frame owns the buffer and wipes it when the socket lets it go
+    // (a copy sent and a buffer wiped would leave the copy behind).
+    let frame = bytes::Bytes::from_owner(Wiped(metadata));
+    ws.send(Message::Binary(frame))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A buffer wiped when dropped.
+struct Wiped(Vec<u8>);
+
+impl AsRef<[u8]> for Wiped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Wiped {
+    fn drop(&mut self) {
+        super::wipe(std::mem::take(&mut self.0));
+    }
 }
 
 /// Replays what the look read and carries bytes both ways until either
