@@ -587,6 +587,8 @@ async fn a_flood_of_streams_leaves_the_node_bounded_and_answering() {
     let (gw, node) = node(&vnc, None).await;
     let (_, hwm0) = memory(&node);
     const N: usize = 100;
+    // What the node holds at once (src/tools/desktop/mod.rs MAX_STREAMS).
+    const MAX: usize = 8;
     // Paced: the fake gateway's queue to the node holds 64 events.
     let mut ids = Vec::new();
     for n in 0..N {
@@ -597,7 +599,7 @@ async fn a_flood_of_streams_leaves_the_node_bounded_and_answering() {
     let mut held = Vec::new();
     let mut servers = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline && held.len() < N {
+    while Instant::now() < deadline && held.len() < MAX {
         if let Some(a) = gw.try_attach() {
             held.push(a);
             continue;
@@ -620,7 +622,28 @@ async fn a_flood_of_streams_leaves_the_node_bounded_and_answering() {
     );
     assert!(answered < Duration::from_secs(2));
     assert!(hwm < hwm0 + 64 * 1024, "VmHWM {hwm0} → {hwm} kB");
-    assert_eq!(held.len(), N);
+    assert_eq!(held.len(), MAX);
+    // The rest are refused at once, in words an operator can act on.
+    let mut refused = 0;
+    for id in &ids {
+        // Those held have no result yet.
+        let answered = tokio::time::timeout(
+            Duration::from_millis(50),
+            gw.result(id, Duration::from_secs(60)),
+        )
+        .await;
+        if let Ok(r) = answered {
+            let said = r["error"]["message"].as_str().unwrap_or("").to_owned();
+            assert!(said.contains("8 are already open on this node"), "{r}");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, N - MAX);
+    assert_eq!(
+        vnc.accepted(),
+        MAX,
+        "a refused stream never reached the VNC server"
+    );
     for id in &ids {
         gw.cancel(id);
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -628,6 +651,8 @@ async fn a_flood_of_streams_leaves_the_node_bounded_and_answering() {
     for s in servers.iter_mut() {
         closed_within(s, Duration::from_secs(2)).await;
     }
+    // Their slots came back.
+    let (_, _attach, _server) = relay(&gw, &mut vnc, 200).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

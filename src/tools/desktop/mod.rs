@@ -44,6 +44,12 @@ const ATTACH_TIME: Duration = Duration::from_secs(30);
 const MAX_PASSWORD: u64 = 4096;
 /// The ticket's length in hex digits.
 const TICKET_LEN: usize = 48;
+/// Relays at once: one per open viewer, and a gateway that hands out
+/// tickets without end (each relay holds two sockets and ~220 kB) cannot
+/// grow the node without bound. OpenClaw sets no limit.
+pub const MAX_STREAMS: usize = 8;
+
+static STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_STREAMS);
 
 fn unavailable(message: impl Into<String>) -> ToolError {
     ToolError::new("UNAVAILABLE", message)
@@ -64,6 +70,11 @@ pub async fn stream(
         ));
     };
     let ticket = decode(params_json).map_err(unavailable)?;
+    let Ok(_slot) = STREAMS.try_acquire() else {
+        return Err(unavailable(format!(
+            "desktop stream refused: {MAX_STREAMS} are already open on this node; close a viewer"
+        )));
+    };
     let say = |text: &str| {
         if let Some(tap) = progress {
             tap.offer(text.as_bytes());
