@@ -8,6 +8,7 @@
 //! strangers wrote.
 
 use std::cmp::Ordering;
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
@@ -82,6 +83,64 @@ pub fn js_numbers(value: &mut Value) {
     }
 }
 
+/// Node's `path.normalize` of an absolute POSIX path: `.`, `..` and
+/// doubled separators taken lexically (`..` stops at the root), a trailing
+/// separator kept — so `/ws/a.txt/` is not `/ws/a.txt`, as OpenClaw sees it.
+pub fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    let mut out = format!("/{}", parts.join("/"));
+    if path.ends_with('/') && !parts.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Node's `path.resolve`: absolute against our working directory, `.` and
+/// `..` taken lexically, no trailing separator.
+pub fn resolve(path: &Path) -> Option<PathBuf> {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Node's `stats.mtimeMs`: seconds × 1000 + nanoseconds / 1e6, a double.
+pub fn mtime_ms(meta: &std::fs::Metadata) -> f64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.mtime() as f64 * 1000.0 + meta.mtime_nsec() as f64 / 1e6
+    }
+    #[cfg(not(unix))]
+    {
+        meta.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    }
+}
+
 /// ICU's root collation (what `localeCompare` uses with no locale) for
 /// ASCII: every printable character and TAB…CR count (the "non-ignorable"
 /// default), other controls are ignored; letters compare without case
@@ -144,6 +203,22 @@ mod tests {
         let mut v = json!({"a": [8192.0, {"b": -0.0}], "c": "1.0"});
         js_numbers(&mut v);
         assert_eq!(v.to_string(), r#"{"a":[8192,{"b":0}],"c":"1.0"}"#);
+    }
+
+    #[test]
+    fn paths_normalize_and_resolve_as_nodes() {
+        assert_eq!(normalize("/a//b/./c"), "/a/b/c");
+        assert_eq!(normalize("/a/b/../c"), "/a/c");
+        assert_eq!(normalize("/../.."), "/");
+        assert_eq!(normalize("/a/b/"), "/a/b/");
+        assert_eq!(normalize("/"), "/");
+        assert_eq!(
+            resolve(Path::new("/a/./b/../c")),
+            Some(PathBuf::from("/a/c"))
+        );
+        assert_eq!(resolve(Path::new("/../x")), Some(PathBuf::from("/x")));
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(resolve(Path::new("x/..")), Some(here));
     }
 
     #[test]

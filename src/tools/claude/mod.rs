@@ -93,22 +93,7 @@ pub fn projects_dir() -> Option<PathBuf> {
             home.join(".claude")
         }
     };
-    Some(normalize(&config.join("projects")))
-}
-
-/// `path.resolve`'s lexical clean-up of an absolute path.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
+    crate::tools::js::resolve(&config.join("projects"))
 }
 
 /// The sessions under one projects root.

@@ -192,7 +192,7 @@ impl Found {
             let Ok(meta) = handle.metadata() else {
                 continue;
             };
-            let mut head = Head::new(id, mtime_ms(&meta), file);
+            let mut head = Head::new(id, crate::tools::js::mtime_ms(&meta), file);
             let budget = MAX_METADATA_SCAN_BYTES - scanned;
             scanned += scan_metadata(&handle, meta.len(), budget, &mut |line, only| {
                 head.inspect(line, only)
@@ -238,22 +238,6 @@ fn read_index(root: &Root, path: &Path) -> Option<Value> {
         return None;
     }
     serde_json::from_str(&String::from_utf8_lossy(&text)).ok()
-}
-
-/// Node's `mtimeMs`: seconds × 1000 + nanoseconds / 1e6, as a double.
-fn mtime_ms(meta: &std::fs::Metadata) -> f64 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        meta.mtime() as f64 * 1000.0 + meta.mtime_nsec() as f64 / 1e6
-    }
-    #[cfg(not(unix))]
-    {
-        meta.modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    }
 }
 
 /// What one file's lines said (`inspectLine`'s state).

@@ -140,7 +140,7 @@ impl Root {
     /// root, is named `<id>.jsonl`, resolves inside the root's real path,
     /// and is a regular file there. Anything else is no file at all.
     pub fn vet(&self, candidate: &Path, id: &str) -> Option<SafeFile> {
-        let candidate = lexical_absolute(candidate)?;
+        let candidate = crate::tools::js::resolve(candidate)?;
         if !candidate.starts_with(&self.dir)
             || candidate.file_name() != Some(OsStr::new(&format!("{id}.jsonl")))
         {
@@ -172,27 +172,6 @@ impl Root {
     fn stat_beneath(&self, real: &Path) -> Option<(u64, u64)> {
         stat_beneath(&self.resolved, real)
     }
-}
-
-/// `path.resolve`: absolute against our working directory, `.` and `..`
-/// taken lexically, no trailing separator.
-fn lexical_absolute(path: &Path) -> Option<PathBuf> {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().ok()?.join(path)
-    };
-    let mut out = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
 
 /// The components of `real` below `root`, all plain names; none when it

@@ -24,10 +24,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::fetch::hex;
 use super::list::{bound_directory, by_name, open_bound, through};
 use super::{Existing, Failure, Files, MAX_TREE_ENTRIES, Request, reply};
 use crate::runner;
+use crate::shared::hex::hex;
 
 /// What the gateway unpacks at most (`DIR_FETCH_ARCHIVE_LIMITS`): past
 /// these it refuses the archive, so we refuse the tree first.

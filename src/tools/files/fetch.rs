@@ -2,6 +2,7 @@
 //! (OpenClaw's `handleFileFetch`), bound to the identity the preflight
 //! returned.
 
+use crate::shared::hex::hex;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 
@@ -190,8 +191,4 @@ pub fn file_fetch(files: &Files, request: &Request) -> Result<Value, Failure> {
         preflight_only: false,
         binding: Existing::new(id),
     })
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -36,6 +36,7 @@ mod stat;
 #[cfg(unix)]
 mod write;
 
+use crate::tools::js::{mtime_ms, normalize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -471,27 +472,6 @@ fn absolute(request: &Request) -> Result<&str, Failure> {
     Ok(path)
 }
 
-/// Node's `path.normalize` of an absolute POSIX path: `.` and `..` resolved
-/// on the text, repeated separators folded, a trailing separator kept (so
-/// `/ws/dir/` differs from its real path, as OpenClaw finds).
-fn normalize(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            name => parts.push(name),
-        }
-    }
-    let mut out = format!("/{}", parts.join("/"));
-    if path.ends_with('/') && !parts.is_empty() {
-        out.push('/');
-    }
-    out
-}
-
 /// The message OpenClaw's node answers a path through a symlink with
 /// (`SYMLINK_REJECTED_MESSAGE`), its read or write variant.
 fn symlink_rejected(write: bool) -> String {
@@ -574,13 +554,6 @@ fn classify_read(err: &std::io::Error) -> &'static str {
 /// The answer of a command, serialised once.
 fn reply(value: impl Serialize) -> Result<Value, Failure> {
     Ok(serde_json::to_value(value).expect("plain data"))
-}
-
-/// `mtimeMs` as Node computes it from nanoseconds: a float.
-#[cfg(unix)]
-fn mtime_ms(meta: &std::fs::Metadata) -> f64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime() as f64 * 1e3 + meta.mtime_nsec() as f64 / 1e6
 }
 
 #[cfg(unix)]

@@ -70,7 +70,7 @@ async fn both(files: &Arc<Files>, op: Op, params: Value) -> (Value, Value) {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    super::fetch::hex(&Sha256::digest(bytes))
+    crate::shared::hex::hex(&Sha256::digest(bytes))
 }
 
 fn b64(bytes: &[u8]) -> String {
@@ -846,13 +846,4 @@ async fn dir_fetch_refuses_a_tree_holding_our_state_or_a_huge_file() {
         .unwrap();
     let got = call(&files, Op::Archive, json!({ "path": p(&ws.join("big")) })).await;
     assert_eq!(got["code"], "TREE_TOO_LARGE", "{got}");
-}
-
-#[test]
-fn normalize_is_nodes() {
-    assert_eq!(normalize("/a//b/./c"), "/a/b/c");
-    assert_eq!(normalize("/a/b/../c"), "/a/c");
-    assert_eq!(normalize("/../.."), "/");
-    assert_eq!(normalize("/a/b/"), "/a/b/");
-    assert_eq!(normalize("/"), "/");
 }

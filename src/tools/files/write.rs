@@ -20,11 +20,11 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::fetch::hex;
 use super::{
     Binding, Existing, Failure, Files, HARD_MAX_BYTES, Identity, Request, identity,
     identity_changed, normalize, open, os_message, reply, symlink_rejected,
 };
+use crate::shared::hex::hex;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
