@@ -99,7 +99,10 @@ impl Node {
                     ));
                     beacon.connected();
                     let began = Instant::now();
-                    match self.session(conn, &mut shutdown, &mut beacon).await {
+                    match self
+                        .session(conn, &endpoint, &mut shutdown, &mut beacon)
+                        .await
+                    {
                         End::Shutdown => return 0,
                         End::Dropped(why) => {
                             warn(&format!("connection lost: {why}"));

@@ -33,9 +33,9 @@ impl Node {
         max_payload: usize,
         outbox: Outbox,
         done: mpsc::UnboundedSender<String>,
+        gateway: crate::gateway::Endpoint,
     ) {
         let tools = Arc::clone(&self.tools);
-        let gateway = self.endpoint().0;
         let door = self.publishing().then(|| Arc::clone(&self.door));
         let node_id = if request.node_id.is_empty() {
             self.identity.device_id.clone()

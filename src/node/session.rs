@@ -41,6 +41,10 @@ impl Node {
     pub(super) async fn session(
         &self,
         conn: Connection,
+        // The gateway as this connection reached it (its URL and the trust
+        // it was verified by): what a command that opens a socket back to
+        // it uses, read once, not per invocation.
+        gateway: &crate::gateway::Endpoint,
         shutdown: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
         beacon: &mut status::Beacon,
     ) -> End {
@@ -82,7 +86,7 @@ impl Node {
                             NodeEvent::Invoke(request) => {
                                 let cancel = CancellationToken::new();
                                 running.insert(request.id.clone(), cancel.clone());
-                                self.spawn_invocation(request, cancel, max_payload, outbox.clone(), done_tx.clone());
+                                self.spawn_invocation(request, cancel, max_payload, outbox.clone(), done_tx.clone(), gateway.clone());
                             }
                             NodeEvent::BadInvoke { id, node_id, problem } => {
                                 say(&format!("malformed invoke request: {problem}"));
