@@ -629,12 +629,15 @@ pub fn browser_proxy_params(data: &[u8]) {
     }
     let tab = body["targetId"].as_str().unwrap_or("T");
     if check_act(body, tab, false, 0).is_ok() {
+        // What the executor would run: only a batch runs its `actions`
+        // (an `actions` list on a hover is a field nothing reads).
         fn scripts(body: &Value) -> bool {
             body["kind"] == "evaluate"
                 || (body["kind"] == "wait" && body.get("fn").is_some())
-                || body["actions"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(scripts))
+                || (body["kind"] == "batch"
+                    && body["actions"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(scripts)))
         }
         assert!(!scripts(body), "script let through: {body}");
     }
