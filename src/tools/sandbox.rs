@@ -248,6 +248,14 @@ impl Workspace {
         let name = name_to_write(path, &rel)?;
         let parent = self.existing_parent(path, &rel)?;
         let real = self.through_symlink(path, parent.join(name))?;
+        // A link may lead to a directory, the root itself among them, whose
+        // parent is outside: a write's target is a file, refused here
+        // before anything is placed beside it.
+        if fs::metadata(&real).is_ok_and(|m| m.is_dir()) {
+            let shown = self.display(&real);
+            let message = format!("{shown:?} is a directory; give the path of a file to write");
+            return Err(ToolError::new("NOT_A_FILE", message));
+        }
         self.unprotected(path, real)
     }
 
@@ -507,6 +515,26 @@ mod tests {
         assert!(
             !err.message.contains(&target),
             "must not reveal the link target"
+        );
+    }
+
+    /// The fuzzer's find: a link to the root itself (`up -> sub/..`)
+    /// resolved as a write target whose parent is outside.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_is_no_write_target_even_through_a_link() {
+        let (_dir, ws) = setup();
+        std::os::unix::fs::symlink("sub/..", ws.root().join("up")).expect("link");
+        std::os::unix::fs::symlink("sub", ws.root().join("in")).expect("link");
+        for path in ["up", "in", "sub", "sub/../sub"] {
+            let err = ws.resolve_for_write(path).expect_err(path);
+            assert_eq!(err.code, "NOT_A_FILE", "{path}: {}", err.message);
+            assert!(err.message.contains("is a directory"), "{}", err.message);
+        }
+        assert_eq!(
+            ws.resolve_for_write("in/new.txt")
+                .expect("a new file through the link"),
+            ws.root().join("sub/new.txt")
         );
     }
 
