@@ -41,10 +41,20 @@ const STATIC: &[(&str, &str)] = &[
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
+    identify();
     let target = |key: &str| std::env::var(key).unwrap_or_default();
     if target("CARGO_CFG_TARGET_ARCH") != "x86_64"
         || target("CARGO_CFG_TARGET_OS") != "linux"
         || target("CARGO_CFG_TARGET_ENV") != "gnu"
+    {
+        return;
+    }
+    // A build asked to be static (`-C target-feature=+crt-static`, as the
+    // release archives are: scripts/dist.sh) is static already, every
+    // executable of it.
+    if target("CARGO_CFG_TARGET_FEATURE")
+        .split(',')
+        .any(|f| f == "crt-static")
     {
         return;
     }
@@ -73,6 +83,51 @@ fn main() {
         "cargo::rustc-link-arg-bin=clawbot_router=-L{}",
         dir.display()
     );
+}
+
+/// What `--version` says besides the version: the target the build is for
+/// and the commit it was built from — `CLAWBOT_BUILD_TARGET` and
+/// `CLAWBOT_BUILD_COMMIT` for the crate's code. The commit is git's
+/// (12 digits) when the source is a checkout, `CLAWBOT_BUILD_COMMIT` when a
+/// packager building from a tarball sets it, and `unknown` otherwise.
+fn identify() {
+    println!("cargo::rerun-if-env-changed=CLAWBOT_BUILD_COMMIT");
+    let target = std::env::var("TARGET").unwrap_or_default();
+    println!("cargo::rustc-env=CLAWBOT_BUILD_TARGET={target}");
+    let commit = std::env::var("CLAWBOT_BUILD_COMMIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .or_else(|| {
+            let head = git(&["rev-parse", "--short=12", "HEAD"])?;
+            // Built again when HEAD moves: the files git keeps it in
+            // (a branch's ref, loose or packed), those that exist — cargo
+            // would rebuild every time for one that does not.
+            let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])];
+            if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+                watched.push(git(&["rev-parse", "--git-path", &branch]));
+            }
+            watched.push(git(&["rev-parse", "--git-path", "packed-refs"]));
+            for path in watched.into_iter().flatten() {
+                if Path::new(&path).exists() {
+                    println!("cargo::rerun-if-changed={path}");
+                }
+            }
+            Some(head)
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo::rustc-env=CLAWBOT_BUILD_COMMIT={commit}");
+}
+
+/// `git ARGS` in the package's directory: its one line, if it answered.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(std::env::var_os("CARGO_MANIFEST_DIR")?)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let line = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !line.is_empty()).then_some(line)
 }
 
 /// The archives a linker script names (`GROUP(libgcc_eh.a libgcc.a)`).

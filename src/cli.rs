@@ -8,10 +8,22 @@ use crate::router::messages::Lang;
 use crate::router::{Format, Via};
 use crate::shared::log::{self, Level};
 
+/// What `--version` prints after the name: the version, then the target
+/// the build is for and the commit it was built from (build.rs), so a
+/// downloaded executable says what it is.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CLAWBOT_BUILD_TARGET"),
+    ", commit ",
+    env!("CLAWBOT_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "clawbot_router",
-    version,
+    version = VERSION,
     about = "Forward a task to OpenClaw (`openclaw agent`) and print one JSON result.",
     long_about = "Forward a task to OpenClaw (`openclaw agent`) and print exactly one JSON object \
                   {\"content\", \"directTTS\", \"interruptMode\"} on stdout, whatever happens.",
@@ -32,7 +44,7 @@ pub struct Cli {
 /// call differently. Anything it does not take goes to [`Cli`], which says
 /// it in its own words.
 #[derive(Debug, Parser)]
-#[command(name = "clawbot_router", version)]
+#[command(name = "clawbot_router", version = VERSION)]
 pub struct CallCli {
     #[command(flatten)]
     pub call: CallArgs,

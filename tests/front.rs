@@ -97,8 +97,32 @@ fn the_hand_over_keeps_arguments_environment_and_streams() {
     assert_eq!(version.code, Some(0));
     assert_eq!(
         version.stdout.trim(),
-        format!("clawbot_router {}", env!("CARGO_PKG_VERSION"))
+        format!(
+            "clawbot_router {} ({}, commit {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("CLAWBOT_BUILD_TARGET"),
+            env!("CLAWBOT_BUILD_COMMIT")
+        )
     );
+    // The commit is the checkout's own when it is one.
+    if let Ok(head) = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        && head.status.success()
+    {
+        assert_eq!(
+            String::from_utf8_lossy(&head.stdout).trim(),
+            env!("CLAWBOT_BUILD_COMMIT")
+        );
+    }
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert_eq!(
+            env!("CLAWBOT_BUILD_TARGET"),
+            format!("{}-unknown-linux-gnu", std::env::consts::ARCH),
+            "the host's target"
+        );
+    }
     let schema = run(router().args(["schema", "--format", "mcp"]));
     assert_eq!(schema.code, Some(0), "{}", schema.stderr);
     assert!(
