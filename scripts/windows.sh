@@ -19,43 +19,20 @@ cd "$here/.."
 say() { printf '[windows] %s\n' "$*" >&2; }
 
 # wine: wineserver (only recommended by wine64).
-packages=(rustc-web rust-web-src gcc-mingw-w64-x86-64 wine64 wine)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# The crate's rust-version, at least: bookworm's own rustc-web is older
-# than bookworm-security's, and an older one installed is not upgraded by
-# the check above.
-need=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
-version() { /usr/bin/rustc --version | awk '{print $2}'; }
-if [ "$(printf '%s\n' "$need" "$(version)" | sort -V | head -1)" != "$need" ]; then
-  say "rustc-web $(version) is older than $need: upgrading"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web rust-web-src >/dev/null
-  if [ "$(printf '%s\n' "$need" "$(version)" | sort -V | head -1)" != "$need" ]; then
-    say "Debian offers rustc-web $(version) here; the crate needs $need (bookworm-security has newer)"
-    exit 1
-  fi
-fi
+cross_name=windows
+# shellcheck source=cross.sh
+. "$here/cross.sh"
+cross_install gcc-mingw-w64-x86-64 wine64 wine
 
 out=$(realpath -m "${CLAWBOT_WINDOWS_DIR:-target/windows}")
 target=x86_64-pc-windows-gnu
 bin=$out/bin
 mkdir -p "$bin"
-export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
-export CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar
+cross_env "$target"
 started=$SECONDS
 say "building for $target with $($RUSTC --version)"
-cargo build --locked -Zbuild-std --target "$target" --bins --target-dir "$out/build"
-cargo build --locked -Zbuild-std --target "$target" --manifest-path tests/fixtures/wsl-exe/Cargo.toml \
+cargo build --locked "${cross_args[@]}" --bins --target-dir "$out/build"
+cargo build --locked "${cross_args[@]}" --manifest-path tests/fixtures/wsl-exe/Cargo.toml \
   --target-dir "$out/build"
 cp "$out/build/$target/debug/clawbot_router.exe" "$out/build/$target/debug/fake-openclaw.exe" \
   "$out/build/$target/debug/wsl.exe" "$bin/"
