@@ -45,6 +45,16 @@ pub fn real_router() -> Command {
     cmd
 }
 
+/// The same for another build of ours (a release archive's: tests/dist.rs).
+fn real_program(program: Option<&Path>) -> Command {
+    let Some(program) = program else {
+        return real_router();
+    };
+    let mut cmd = super::program(program);
+    cmd.envs(sandbox());
+    cmd
+}
+
 /// `openclaw ARGS` in the sandbox: stdout, stderr, exit code.
 pub fn openclaw(args: &[&str]) -> (String, String, Option<i32>) {
     let out = Command::new("openclaw")
@@ -183,6 +193,8 @@ pub struct RealNode {
     pub name: String,
     pub _dir: tempfile::TempDir,
     pub ws: PathBuf,
+    /// Another build of ours to run, if not this one's.
+    program: Option<PathBuf>,
 }
 
 impl RealNode {
@@ -203,6 +215,17 @@ impl RealNode {
         stdout: Option<&std::path::Path>,
         env: &[(&str, &Path)],
     ) -> Self {
+        Self::start_program(None, name, args, stdout, env)
+    }
+
+    /// Any of those, run by `program` (another build of ours) if given.
+    pub fn start_program(
+        program: Option<&Path>,
+        name: &str,
+        args: &[&str],
+        stdout: Option<&std::path::Path>,
+        env: &[(&str, &Path)],
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
@@ -215,7 +238,7 @@ impl RealNode {
             ),
             None => (Stdio::null(), Stdio::null()),
         };
-        let mut child = Self::spawn_env(dir.path(), name, args, stdin, stdout, env);
+        let mut child = Self::spawn_env(program, dir.path(), name, args, stdin, stdout, env);
         RealNode {
             stdin: child.stdin.take(),
             child,
@@ -223,14 +246,12 @@ impl RealNode {
             name: name.to_owned(),
             _dir: dir,
             ws,
+            program: program.map(Path::to_path_buf),
         }
     }
 
-    pub fn spawn(dir: &Path, name: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
-        Self::spawn_env(dir, name, args, stdin, stdout, &[])
-    }
-
     fn spawn_env(
+        program: Option<&Path>,
         dir: &Path,
         name: &str,
         args: &[&str],
@@ -238,7 +259,7 @@ impl RealNode {
         stdout: Stdio,
         env: &[(&str, &Path)],
     ) -> Child {
-        real_router()
+        real_program(program)
             .envs(env.iter().copied())
             .args(["node", "--display-name", name])
             .arg("--state-dir")
@@ -257,7 +278,15 @@ impl RealNode {
     /// workspace, as `name` with `args`.
     pub fn restart(&mut self, name: &str, args: &[&str]) {
         self.stop();
-        self.child = Self::spawn(self._dir.path(), name, args, Stdio::null(), Stdio::null());
+        self.child = Self::spawn_env(
+            self.program.as_deref(),
+            self._dir.path(),
+            name,
+            args,
+            Stdio::null(),
+            Stdio::null(),
+            &[],
+        );
         self.name = name.to_owned();
     }
 

@@ -41,7 +41,12 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 /// The router with an environment free of the user's settings.
 pub fn router() -> Command {
     // A benchmark may measure another build (a release one, an older one).
-    let mut cmd = Command::new(std::env::var_os("CLAWBOT_BENCH_ROUTER").unwrap_or(ROUTER.into()));
+    program(&std::env::var_os("CLAWBOT_BENCH_ROUTER").map_or(ROUTER.into(), PathBuf::from))
+}
+
+/// `program` (a build of ours) with that same clean environment.
+pub fn program(program: &Path) -> Command {
+    let mut cmd = Command::new(program);
     without_our_settings(&mut cmd);
     cmd.stdin(Stdio::null());
     cmd
