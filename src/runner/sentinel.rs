@@ -504,8 +504,10 @@ unsafe fn close_from(first: libc::c_int) {
 
 fn sleep_ms(ms: i64) {
     let time = libc::timespec {
-        tv_sec: ms / 1000,
-        tv_nsec: (ms % 1000) * 1_000_000,
+        // 32 bits on armv7 (glibc's time_t and long): a sleep of a few
+        // hundred milliseconds fits either.
+        tv_sec: (ms / 1000) as libc::time_t,
+        tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
     };
     // SAFETY: nanosleep reads the struct it is given; an early wake-up
     // only shortens the wait.
