@@ -6,9 +6,9 @@
 #
 #   cross_install PACKAGE...   installs what is missing (as root, from Debian),
 #                              and a rustc-web at least the crate's rust-version
-#   cross_env TARGET           exports RUSTC, the linker, CC and AR for TARGET
-#                              (ring builds C); `cross_args` then holds cargo's
-#                              extra arguments for it
+#   cross_env TARGET...        exports RUSTC, the linker, CC and AR for each
+#                              TARGET (ring builds C); `cross_args` then holds
+#                              cargo's extra arguments for them
 
 cross_say() { printf '[%s] %s\n' "${cross_name:-cross}" "$*" >&2; }
 
@@ -51,16 +51,19 @@ cross_packages() {
 }
 
 cross_env() {
-  local target=$1 gcc upper lower
-  case $target in
-    aarch64-unknown-linux-gnu) gcc=aarch64-linux-gnu ;;
-    armv7-unknown-linux-gnueabihf) gcc=arm-linux-gnueabihf ;;
-    x86_64-pc-windows-gnu) gcc=x86_64-w64-mingw32 ;;
-    *) cross_say "no cross toolchain for $target"; return 1 ;;
-  esac
-  upper=$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')
-  lower=$(printf '%s' "$target" | tr '-' '_')
+  local target gcc upper lower
   export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
-  export "CARGO_TARGET_${upper}_LINKER=$gcc-gcc" "CC_${lower}=$gcc-gcc" "AR_${lower}=$gcc-ar"
-  cross_args=(-Zbuild-std --target "$target")
+  cross_args=(-Zbuild-std)
+  for target in "$@"; do
+    case $target in
+      aarch64-unknown-linux-gnu) gcc=aarch64-linux-gnu ;;
+      armv7-unknown-linux-gnueabihf) gcc=arm-linux-gnueabihf ;;
+      x86_64-pc-windows-gnu) gcc=x86_64-w64-mingw32 ;;
+      *) cross_say "no cross toolchain for $target"; return 1 ;;
+    esac
+    upper=$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')
+    lower=$(printf '%s' "$target" | tr '-' '_')
+    export "CARGO_TARGET_${upper}_LINKER=$gcc-gcc" "CC_${lower}=$gcc-gcc" "AR_${lower}=$gcc-ar"
+    cross_args+=(--target "$target")
+  done
 }

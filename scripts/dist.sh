@@ -58,57 +58,67 @@ for target in "${targets[@]}"; do
 done
 if [ ${#packages[@]} -gt 0 ]; then cross_install "${packages[@]}"; fi
 
-started=$SECONDS
+# Static: glibc, libgcc and (on Windows) mingw's runtime linked in.
+# RUSTFLAGS for each target alone: build scripts and proc macros, which
+# run here, stay as they are.
 for target in "${targets[@]}"; do
+  export "CARGO_TARGET_$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=+crt-static"
+done
+build() {
+  cargo build --locked --release "$@" --bins 2>&1 | { grep -v '^ *Compiling ' || true; } >&2
+}
+started=$SECONDS
+native=() cross=()
+for target in "${targets[@]}"; do
+  if [ "$target" = x86_64-unknown-linux-gnu ]; then native+=("$target"); else cross+=("$target"); fi
+done
+if [ ${#native[@]} -gt 0 ]; then
+  say "building ${native[0]} at $commit"
+  build --target "${native[0]}" --target-dir "$out/build-native"
+  say "built ${native[0]} in $((SECONDS - started)) s"
+fi
+for target in "${cross[@]}"; do
   t0=$SECONDS
+  say "building $target at $commit"
+  (cross_env "$target" && build "${cross_args[@]}" --target-dir "$out/build")
+  say "built $target in $((SECONDS - t0)) s"
+done
+
+for target in "${targets[@]}"; do
   name=clawbot_router-$version-$target
-  upper=$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')
-  # Static: glibc, libgcc and (on Windows) mingw's runtime linked in.
-  # RUSTFLAGS for this target alone: build scripts and proc macros, which
-  # run here, stay as they are.
-  export "CARGO_TARGET_${upper}_RUSTFLAGS=-C target-feature=+crt-static"
-  (
-    if [ "$target" = x86_64-unknown-linux-gnu ]; then
-      args=(--target "$target")
-      build=$out/build-native
-    else
-      cross_env "$target"
-      args=("${cross_args[@]}")
-      build=$out/build
-    fi
-    say "building $target at $commit"
-    cargo build --locked --release "${args[@]}" --bins --target-dir "$build" 2>&1 |
-      { grep -v '^ *Compiling ' || true; } >&2
-    rel=$build/$target/release
-    stage=$out/stage/$name
-    rm -rf "$stage"
-    mkdir -p "$stage"
-    case $target in
-      *windows*)
-        # One executable does everything on Windows (no exec to hand over
-        # to): clawbot_router-full.exe is not shipped.
-        install -m 0755 "$rel/clawbot_router.exe" "$rel/fake-openclaw.exe" "$stage/"
-        ;;
-      *)
-        install -m 0755 "$rel/clawbot_router" "$rel/clawbot_router-full" "$rel/fake-openclaw" "$stage/"
-        ;;
-    esac
-    install -m 0644 README.md LICENSE "$stage/"
-    python3 "$here/dist/notices.py" "$target" >"$stage/THIRD-PARTY.md"
-    chmod 0644 "$stage/THIRD-PARTY.md"
-    find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-    rm -f "$out/$name.tar.gz" "$out/$name.zip"
-    case $target in
-      *windows*)
-        python3 "$here/dist/zip.py" "$out/$name.zip" "$out/stage" "$name"
-        ;;
-      *)
-        tar -C "$out/stage" --sort=name --owner=0 --group=0 --numeric-owner --format=gnu \
-          -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"
-        ;;
-    esac
-  )
-  say "$target: $(du -k "$out/$name".* | awk '{print $1}') KiB in $((SECONDS - t0)) s"
+  if [ "$target" = x86_64-unknown-linux-gnu ]; then
+    rel=$out/build-native/$target/release
+  else
+    rel=$out/build/$target/release
+  fi
+  stage=$out/stage/$name
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  case $target in
+    *windows*)
+      # One executable does everything on Windows (no exec to hand over
+      # to): clawbot_router-full.exe is not shipped.
+      install -m 0755 "$rel/clawbot_router.exe" "$rel/fake-openclaw.exe" "$stage/"
+      ;;
+    *)
+      install -m 0755 "$rel/clawbot_router" "$rel/clawbot_router-full" "$rel/fake-openclaw" "$stage/"
+      ;;
+  esac
+  install -m 0644 README.md LICENSE "$stage/"
+  python3 "$here/dist/notices.py" "$target" >"$stage/THIRD-PARTY.md"
+  chmod 0644 "$stage/THIRD-PARTY.md"
+  find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  rm -f "$out/$name.tar.gz" "$out/$name.zip"
+  case $target in
+    *windows*)
+      python3 "$here/dist/zip.py" "$out/$name.zip" "$out/stage" "$name"
+      ;;
+    *)
+      tar -C "$out/stage" --sort=name --owner=0 --group=0 --numeric-owner --format=gnu \
+        -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"
+      ;;
+  esac
+  say "$target: $(du -k "$out/$name".* | awk '{print $1}') KiB"
 done
 
 # SHA256SUMS over every archive of this version in the directory (those
