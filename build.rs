@@ -98,15 +98,27 @@ fn identify() {
         .ok()
         .filter(|c| !c.is_empty())
         .or_else(|| {
+            // Only this package's own checkout: git searches upwards, and a
+            // crate unpacked inside another repository is not its commit.
+            let top = git(&["rev-parse", "--show-toplevel"])?;
+            let here = std::env::var_os("CARGO_MANIFEST_DIR")?;
+            if std::fs::canonicalize(&top).ok()? != std::fs::canonicalize(&here).ok()? {
+                return None;
+            }
             let head = git(&["rev-parse", "--short=12", "HEAD"])?;
-            // Built again when HEAD moves: the files git keeps it in
-            // (a branch's ref, loose or packed), those that exist — cargo
-            // would rebuild every time for one that does not.
-            let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])];
+            // Built again when HEAD moves: the files git keeps it in (a
+            // branch's ref, loose or packed, and HEAD's log, which every
+            // move appends to — a ref first created loose after a pack is
+            // seen there), those that exist: cargo would rebuild every time
+            // for one that does not.
+            let mut watched = vec![
+                git(&["rev-parse", "--git-path", "HEAD"]),
+                git(&["rev-parse", "--git-path", "logs/HEAD"]),
+                git(&["rev-parse", "--git-path", "packed-refs"]),
+            ];
             if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
                 watched.push(git(&["rev-parse", "--git-path", &branch]));
             }
-            watched.push(git(&["rev-parse", "--git-path", "packed-refs"]));
             for path in watched.into_iter().flatten() {
                 if Path::new(&path).exists() {
                     println!("cargo::rerun-if-changed={path}");
