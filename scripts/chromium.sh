@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "[chromium] installing Debian's chromium" >&2
 # One install at a time: tests may ask at once.
-exec 9>/tmp/clawbot-chromium-install.lock
+exec 9>/tmp/clawbot-apt-install.lock
 flock 9
 if find_one; then exit 0; fi
 apt-get update -qq

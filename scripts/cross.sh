@@ -19,8 +19,13 @@ cross_install() {
   done
   if [ ${#missing[@]} -gt 0 ]; then
     cross_say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # The lock chromium.sh and desktop.sh take: apt-get refuses to run
+    # beside another.
+    (
+      flock 9
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    ) 9>/tmp/clawbot-apt-install.lock
   fi
   # The crate's rust-version, at least: bookworm's own rustc-web is older
   # than bookworm-security's, and an older one installed is not upgraded by

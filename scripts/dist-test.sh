@@ -48,13 +48,26 @@ if [ ${#handlers[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
   fi
   binfmt=/proc/sys/fs/binfmt_misc
-  [ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt"
+  if [ ! -e "$binfmt/register" ] && ! mount -t binfmt_misc binfmt_misc "$binfmt"; then
+    say "cannot mount binfmt_misc at $binfmt (needs root, and a kernel with it): the ARM archives cannot run"
+    exit 1
+  fi
+  grep -qx enabled "$binfmt/status" || { say "binfmt_misc is disabled on this kernel ($binfmt/status)"; exit 1; }
   for handler in "${handlers[@]}"; do
+    # One registered by someone else counts only if its interpreter is
+    # here or was opened at registration (flag F); else it is replaced.
+    if [ -e "$binfmt/$handler" ]; then
+      interpreter=$(sed -n 's/^interpreter //p' "$binfmt/$handler")
+      if ! grep -q '^flags:.*F' "$binfmt/$handler" && [ ! -x "$interpreter" ]; then
+        say "replacing $handler, whose interpreter $interpreter is not here"
+        echo -1 >"$binfmt/$handler"
+      fi
+    fi
     if [ ! -e "$binfmt/$handler" ]; then
-      say "registering $handler with binfmt_misc"
+      say "registering $handler with binfmt_misc (for the whole kernel, as qemu-user-static's package does)"
       cat "/usr/lib/binfmt.d/$handler.conf" >"$binfmt/register"
     fi
-    grep -qx enabled "$binfmt/$handler"
+    grep -qx enabled "$binfmt/$handler" || { say "$handler is registered but disabled"; exit 1; }
   done
 fi
 
