@@ -16,7 +16,8 @@
 # holds one directory of that name: the executables, README.md, LICENSE
 # and THIRD-PARTY.md (every crate linked in, its license and its notices).
 # `--version` names the version, the target and the commit. The archives
-# are reproducible: files in name order, owned by 0, dated at the commit.
+# are built to be reproducible: files in name order, owned by 0, dated at
+# the commit, no path of this machine in the executables.
 #
 # Refuses a checkout with uncommitted changes (its commit would not say
 # what was built); CLAWBOT_DIST_DIRTY=1 builds it anyway, as COMMIT-dirty.
@@ -35,6 +36,12 @@ for target in "${targets[@]}"; do
   case " ${all[*]} " in *" $target "*) ;; *) say "unknown target $target (one of: ${all[*]})"; exit 2 ;; esac
 done
 
+# RUSTFLAGS would replace the per-target flags below (cargo takes the
+# first it finds): the static link would be silently lost.
+if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
+  say "RUSTFLAGS is set: it would replace the flags that make the executables static; unset it"
+  exit 1
+fi
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 commit=$(git rev-parse --short=12 HEAD)
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -50,6 +57,12 @@ export SOURCE_DATE_EPOCH
 SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
 out=$(realpath -m "${CLAWBOT_DIST_DIR:-target/dist}")
 mkdir -p "$out"
+# SHA256SUMS covers every archive in the directory: archives of another
+# commit are removed first, so a release never mixes two.
+if [ "$(cat "$out/COMMIT" 2>/dev/null)" != "$commit" ]; then
+  rm -f "$out"/clawbot_router-*.tar.gz "$out"/clawbot_router-*.zip "$out/SHA256SUMS"
+  printf '%s\n' "$commit" >"$out/COMMIT"
+fi
 
 packages=()
 for target in "${targets[@]}"; do
@@ -61,8 +74,13 @@ if [ ${#packages[@]} -gt 0 ]; then cross_install "${packages[@]}"; fi
 # Static: glibc, libgcc and (on Windows) mingw's runtime linked in.
 # RUSTFLAGS for each target alone: build scripts and proc macros, which
 # run here, stay as they are.
+# The paths of the machine that built them are not kept in them (panic
+# locations name source files): the same commit builds the same bytes
+# whatever the builder's home or checkout directory.
+cargo_home=$(realpath -m "${CARGO_HOME:-$HOME/.cargo}")
+flags="-C target-feature=+crt-static --remap-path-prefix=$cargo_home/registry/src=/cargo --remap-path-prefix=$PWD=/clawbot_router"
 for target in "${targets[@]}"; do
-  export "CARGO_TARGET_$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=+crt-static"
+  export "CARGO_TARGET_$(printf '%s' "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=$flags"
 done
 build() {
   cargo build --locked --release "$@" --bins 2>&1 | { grep -v '^ *Compiling ' || true; } >&2
@@ -94,6 +112,7 @@ for target in "${targets[@]}"; do
   stage=$out/stage/$name
   rm -rf "$stage"
   mkdir -p "$stage"
+  chmod 0755 "$stage"
   case $target in
     *windows*)
       # One executable does everything on Windows (no exec to hand over
@@ -121,8 +140,8 @@ for target in "${targets[@]}"; do
   say "$target: $(du -k "$out/$name".* | awk '{print $1}') KiB"
 done
 
-# SHA256SUMS over every archive of this version in the directory (those
-# built before, for other targets, too): `sha256sum -c SHA256SUMS`.
+# SHA256SUMS over every archive in the directory (this commit's, those
+# built before for other targets too): `sha256sum -c SHA256SUMS`.
 (
   cd "$out"
   rm -f SHA256SUMS

@@ -6,7 +6,8 @@
 //!   (no program interpreter, no shared library), for its machine;
 //! - names its version, target and commit, and prints the same tool
 //!   declaration as this checkout's build (the small executable handing
-//!   over to the full one, an `exec` of the same architecture);
+//!   over to the full one, an `exec` of the same architecture); resolves
+//!   `localhost` through /etc/hosts with its static glibc;
 //! - runs a router call whose openclaw is a host script: the merged output
 //!   in write order, invalid UTF-8, the message byte for byte, the timeout
 //!   with a grandchild that ignores TERM, and its whole tree stopped when
@@ -56,8 +57,12 @@ fn archive(target: &str) -> PathBuf {
     dist().join(format!("clawbot_router-{VERSION}-{target}.tar.gz"))
 }
 
-/// The commit the archives must name: this checkout's.
+/// The commit the archives must name: this checkout's
+/// (`CLAWBOT_DIST_COMMIT` for archives made from another of its commits).
 fn commit() -> String {
+    if let Ok(commit) = std::env::var("CLAWBOT_DIST_COMMIT") {
+        return commit;
+    }
     let out = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -232,6 +237,27 @@ fn each_names_its_version_target_and_commit_and_declares_the_same_tool() {
             output(program(&unpacked.exe("clawbot_router")).args(["schema", "--format", "mcp"]));
         assert_eq!(code, Some(0), "{target}: {err}");
         assert_eq!(schema, ours, "{target}");
+        // glibc linked in statically still resolves a name through
+        // /etc/hosts: "localhost" is looked up, and a closed port refuses.
+        let port = free_port().to_string();
+        let closed = run(program(&unpacked.exe("clawbot_router")).args([
+            "-m",
+            "hi",
+            "--lang",
+            "en",
+            "--via",
+            "gateway",
+            "--gateway",
+            &format!("ws://localhost:{port}"),
+        ]));
+        // (Refused on 127.0.0.1, or on ::1 where IPv6 is off: either way
+        // the name was found.)
+        let content = closed.content();
+        assert!(
+            content.contains(&format!("cannot reach localhost:{port}: "))
+                && !content.contains("lookup"),
+            "{target}: {content}"
+        );
         let (fake, _, code) = output(program(&unpacked.exe("fake-openclaw")).arg("--version"));
         assert_eq!(
             (fake.as_str(), code),

@@ -19,21 +19,26 @@ def main(target):
     meta = json.loads(subprocess.run(
         ["cargo", "metadata", "--locked", "--format-version", "1", "--filter-platform", target],
         check=True, capture_output=True, text=True).stdout)
-    packages = {p["id"]: p for p in meta["packages"]}
-    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
-    root = meta["resolve"]["root"]
-    # Normal dependencies only: build scripts, proc macros' own
-    # dependencies and dev-dependencies run here, not in the executables.
-    linked, todo = set(), [root]
-    while todo:
-        node = nodes[todo.pop()]
-        for dep in node["deps"]:
-            if any(k["kind"] is None for k in dep["dep_kinds"]) and dep["pkg"] not in linked:
-                if "proc-macro" in {kind for t in packages[dep["pkg"]]["targets"] for kind in t["kind"]}:
-                    continue
-                linked.add(dep["pkg"])
-                todo.append(dep["pkg"])
-    crates = sorted((packages[i] for i in linked), key=lambda p: (p["name"], p["version"]))
+    by_name = {(p["name"], p["version"]): p for p in meta["packages"]}
+    # What the executables link: cargo's own answer for that platform —
+    # normal dependencies with the features the build turns on, no proc
+    # macro, no build or dev dependency (cargo metadata's resolve would
+    # add what the dev-dependencies' features pull in).
+    tree = subprocess.run(
+        ["cargo", "tree", "--locked", "--target", target, "-e", "normal,no-proc-macro",
+         "--prefix", "none", "-f", "{p}"],
+        check=True, capture_output=True, text=True).stdout
+    linked = set()
+    for line in tree.splitlines():
+        words = line.replace(" (*)", "").split()
+        if len(words) >= 2 and words[1].startswith("v"):
+            linked.add((words[0], words[1][1:]))
+    root = next(p for p in meta["packages"] if p["id"] == meta["resolve"]["root"])
+    linked.discard((root["name"], root["version"]))
+    missing = sorted(k for k in linked if k not in by_name)
+    if missing:
+        sys.exit(f"notices.py: cargo tree names packages cargo metadata does not: {missing}")
+    crates = sorted((by_name[k] for k in linked), key=lambda p: (p["name"], p["version"]))
 
     out = [f"# Third-party software in clawbot_router for {target}\n",
            "clawbot_router itself is under the MIT license (LICENSE). Its executables "
@@ -68,7 +73,9 @@ def main(target):
     for text, owners in sorted(texts.items(), key=lambda t: t[1][0]):
         out += ["### " + ", ".join(owners), "", "```", text.replace("```", "'''"), "```", ""]
     lgpl = "/usr/share/common-licenses/LGPL-2.1"
-    if "windows" not in target and os.path.isfile(lgpl):
+    if "windows" not in target:
+        if not os.path.isfile(lgpl):
+            sys.exit(f"notices.py: no {lgpl} (Debian's base-files) for glibc's license")
         with open(lgpl, encoding="utf-8") as f:
             out += ["### The GNU C Library: LGPL-2.1", "", "```", f.read().strip(), "```", ""]
     sys.stdout.write("\n".join(out) + "\n")
