@@ -43,7 +43,8 @@ if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
   exit 1
 fi
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-commit=$(git rev-parse --short=12 HEAD)
+head=$(git rev-parse HEAD)
+commit=$(git rev-parse --short=12 "$head")
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   if [ "${CLAWBOT_DIST_DIRTY:-}" != 1 ]; then
     say "the checkout has uncommitted changes: commit them (or CLAWBOT_DIST_DIRTY=1)"
@@ -123,7 +124,11 @@ for target in "${targets[@]}"; do
       install -m 0755 "$rel/clawbot_router" "$rel/clawbot_router-full" "$rel/fake-openclaw" "$stage/"
       ;;
   esac
-  install -m 0644 README.md LICENSE "$stage/"
+  # The commit's own texts, whatever the working tree holds by now.
+  for doc in README.md LICENSE; do
+    git show "$head:$doc" >"$stage/$doc"
+    chmod 0644 "$stage/$doc"
+  done
   python3 "$here/dist/notices.py" "$target" >"$stage/THIRD-PARTY.md"
   chmod 0644 "$stage/THIRD-PARTY.md"
   find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
