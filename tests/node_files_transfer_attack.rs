@@ -43,10 +43,14 @@ async fn a_flood_of_big_fetches_is_answered_with_memory_bounded() {
         let got = payload(&gw.result(id, Duration::from_secs(120)).await);
         assert_eq!(got["size"], 8 << 20, "{}", &got.to_string()[..200]);
     }
-    // 24 answers of 11 MB each were sent; at most a few were ever held.
+    // 24 answers of 11 MB each were sent; at most two were ever held —
+    // read, queued or being written — as a transfer's slot lasts until its
+    // answer is written (216 MiB measured under a parallel build's load;
+    // 701 MiB when the slot ended with the read and answers piled up in
+    // the outbox).
     let peak = peak_mib(node.child.id());
     eprintln!("peak resident memory: {peak} MiB");
-    assert!(peak < 700, "peak resident memory {peak} MiB");
+    assert!(peak < 400, "peak resident memory {peak} MiB");
 }
 
 #[tokio::test(flavor = "multi_thread")]

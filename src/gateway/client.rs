@@ -292,7 +292,7 @@ impl Connection {
     /// `Outbox::dead` fires — when one frame takes longer than `send_limit`.
     pub fn serve(self, send_limit: Duration) -> (Inbox, Outbox) {
         let (sink, stream) = self.ws.split();
-        let (tx, rx) = mpsc::channel::<Message>(OUTBOX_FRAMES);
+        let (tx, rx) = mpsc::channel::<(Message, Option<Held>)>(OUTBOX_FRAMES);
         let dead = CancellationToken::new();
         let writer = tokio::spawn(write_frames(sink, rx, send_limit, dead.clone()));
         (
@@ -370,10 +370,15 @@ impl Inbox {
     }
 }
 
+/// What a queued frame keeps taken until it is written: a file
+/// transfer's slot, so that at most that many transfers' bytes exist at
+/// once — read, queued or being sent — however slowly the gateway reads.
+pub type Held = tokio::sync::OwnedSemaphorePermit;
+
 /// The sending half: cheap to clone, never blocks its caller.
 #[derive(Clone)]
 pub struct Outbox {
-    tx: mpsc::Sender<Message>,
+    tx: mpsc::Sender<(Message, Option<Held>)>,
     counter: Arc<AtomicU64>,
     /// The method of each request still unanswered (the latest
     /// `OUTBOX_FRAMES * 4`), so an answer can be told by what it answers.
@@ -387,6 +392,16 @@ impl Outbox {
     /// A full queue means the peer stopped reading: the link is declared
     /// dead rather than waited on.
     pub fn request(&self, method: &str, params: serde_json::Value) -> Option<String> {
+        self.request_holding(method, params, None)
+    }
+
+    /// The same, keeping `held` until the frame is written.
+    pub fn request_holding(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        held: Option<Held>,
+    ) -> Option<String> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{n}:{}", uuid::Uuid::new_v4());
         let frame = Frame::Req(Request {
@@ -402,7 +417,7 @@ impl Outbox {
             }
             asked.push_back((id.clone(), method.to_owned()));
         }
-        match self.tx.try_send(Message::text(text)) {
+        match self.tx.try_send((Message::text(text), held)) {
             Ok(()) => Some(id),
             Err(_) => {
                 let _ = self.answered(&id);
@@ -432,7 +447,7 @@ impl Outbox {
 
     /// Sends what is queued (within `limit`) and a close frame.
     pub async fn close(self, limit: Duration) {
-        let _ = self.tx.try_send(Message::Close(None));
+        let _ = self.tx.try_send((Message::Close(None), None));
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());
         drop(self.tx);
         if let Some(writer) = writer
@@ -445,12 +460,12 @@ impl Outbox {
 
 async fn write_frames(
     mut sink: SplitSink<Ws, Message>,
-    mut rx: mpsc::Receiver<Message>,
+    mut rx: mpsc::Receiver<(Message, Option<Held>)>,
     limit: Duration,
     dead: CancellationToken,
 ) {
     loop {
-        let message = tokio::select! {
+        let (message, held) = tokio::select! {
             _ = dead.cancelled() => break,
             message = rx.recv() => match message {
                 Some(message) => message,
@@ -458,7 +473,9 @@ async fn write_frames(
             },
         };
         let closing = matches!(message, Message::Close(_));
-        match tokio::time::timeout(limit, sink.send(message)).await {
+        let sent = tokio::time::timeout(limit, sink.send(message)).await;
+        drop(held);
+        match sent {
             Ok(Ok(())) if !closing => {}
             Ok(Ok(())) => break,
             _ => {

@@ -59,6 +59,9 @@ impl Node {
             } else {
                 (None, None)
             };
+            // A file transfer's slot, kept by the tool for its answer: let
+            // go only once the answer is written to the gateway.
+            let keep = tools::Keep::default();
             let invocation = Invocation {
                 id: &request.id,
                 command: &request.command,
@@ -81,6 +84,7 @@ impl Node {
                     .filter(|a| !a.is_empty()),
                 gate: tools::policy::Gate::Ours,
                 gateway: Some(&gateway),
+                keep: Some(&keep),
             };
             // An agent's call of a published tool: the same dispatch
             // (only where tools are published: the command is declared).
@@ -144,12 +148,14 @@ impl Node {
             } else {
                 Whole::No
             };
+            let held = keep.lock().ok().and_then(|mut k| k.take());
             let _ = tokio::task::spawn_blocking(move || {
                 send_result(
                     &outbox,
                     result_frame(id, node_id, outcome),
                     max_payload,
                     shape,
+                    held,
                 );
             })
             .await;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::invoke::short;
-use crate::gateway::client::Outbox;
+use crate::gateway::client::{Held, Outbox};
 use crate::gateway::frames::{InvokeError, InvokeResult};
 use crate::tools::ToolError;
 
@@ -54,7 +54,13 @@ pub fn result_frame(
 /// gateway checks its size and sha256, so a cut file would fail as an
 /// integrity error; one that cannot fit becomes an in-payload
 /// `FILE_TOO_LARGE` instead.
-pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize, whole: Whole) {
+pub fn send_result(
+    outbox: &Outbox,
+    mut result: InvokeResult,
+    max_payload: usize,
+    whole: Whole,
+    held: Option<Held>,
+) {
     if let Some(text) = result.payload_json.take() {
         match shaped(text, max_payload, whole) {
             Ok(text) => result.payload_json = Some(text),
@@ -65,7 +71,10 @@ pub fn send_result(outbox: &Outbox, mut result: InvokeResult, max_payload: usize
         }
     }
     let params = serde_json::to_value(&result).expect("plain data");
-    if outbox.request("node.invoke.result", params).is_none() {
+    if outbox
+        .request_holding("node.invoke.result", params, held)
+        .is_none()
+    {
         crate::shared::log::warn(&format!(
             "could not queue the result of {}",
             short(&result.id)

@@ -93,7 +93,7 @@ impl Node {
                                 if let Some(id) = id {
                                     let node_id = node_id.unwrap_or_else(|| self.identity.device_id.clone());
                                     let error = ToolError::new("INVALID_REQUEST", format!("malformed node.invoke.request: {problem}"));
-                                    send_result(&outbox, result_frame(id, node_id, Err(error)), max_payload, super::result::Whole::No);
+                                    send_result(&outbox, result_frame(id, node_id, Err(error)), max_payload, super::result::Whole::No, None);
                                 }
                             }
                             NodeEvent::Cancel(cancel) => {

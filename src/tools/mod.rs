@@ -382,7 +382,14 @@ pub struct Invocation<'a> {
     /// What the remote side said of the call's risk (a link's `risk` or
     /// airlock level): it can only make our own class stricter.
     pub gate: policy::Gate,
+    /// Where a file transfer leaves its slot for the caller to let go of
+    /// once the answer is sent (the node: when it is written); without
+    /// one the slot ends with the call.
+    pub keep: Option<&'a Keep>,
 }
+
+/// See [`Invocation::keep`].
+pub type Keep = std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>;
 
 impl Tools {
     pub fn new(
@@ -773,9 +780,10 @@ impl Tools {
                 let call = Call::plain(name, request.risk(), request.summary());
                 let files = Arc::clone(&self.files);
                 let (timeout, asked, cancel) = (inv.timeout, Instant::now(), inv.cancel.clone());
+                let keep = inv.keep;
                 let work = Box::pin(async move {
                     let budget = timeout.saturating_sub(asked.elapsed());
-                    files.run(request, budget, cancel).await
+                    files.run(request, budget, cancel, keep).await
                 });
                 (call, work as Work<'_>, false)
             }
@@ -951,6 +959,7 @@ mod tests {
 
     async fn invoke(t: &Arc<Tools>, command: &str, params: &str) -> Result<Value, ToolError> {
         t.invoke(Invocation {
+            keep: None,
             id: "i1",
             command,
             params_json: Some(params),
@@ -1041,6 +1050,7 @@ mod tests {
         let started = Instant::now();
         let result = t
             .invoke(Invocation {
+                keep: None,
                 id: "i",
                 command: "run_command",
                 params_json: Some(r#"{"command":["sleep","30"]}"#),

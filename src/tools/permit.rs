@@ -51,6 +51,7 @@ impl Tools {
             });
         let params = serde_json::to_string(args).unwrap_or_default();
         let inv = Invocation {
+            keep: None,
             id: request_id,
             command: &command,
             params_json: Some(&params),

@@ -167,6 +167,7 @@ mod tests {
         tool: &str,
     ) -> (Result<Value, ToolError>, String) {
         let inv = Invocation {
+            keep: None,
             id: "i",
             command: "mcp.tools.call.v1",
             params_json: Some("{}"),

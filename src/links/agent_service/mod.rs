@@ -564,6 +564,7 @@ impl Chat {
         let (outcome, decision) = self
             .tools
             .invoke(Invocation {
+                keep: None,
                 id: &call.id,
                 command: &call.name,
                 params_json: Some(&params),

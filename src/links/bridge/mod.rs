@@ -519,6 +519,7 @@ impl Link {
             let params = serde_json::to_string(&args).unwrap_or_default();
             let (result, _) = tools
                 .invoke(Invocation {
+                    keep: None,
                     id: &call_id,
                     command: &tool,
                     params_json: Some(&params),

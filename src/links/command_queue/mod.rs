@@ -446,6 +446,7 @@ impl Poller {
         let (outcome, decision) = self
             .tools
             .invoke(Invocation {
+                keep: None,
                 id,
                 command: work.tool,
                 params_json: Some(&params),

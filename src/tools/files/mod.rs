@@ -120,6 +120,7 @@ impl Files {
         request: Request,
         budget: Duration,
         cancel: CancellationToken,
+        keep: Option<&crate::tools::Keep>,
     ) -> Result<Value, ToolError> {
         // The archive's turn first, then a transfer's: a dir.fetch waiting
         // for the one archive slot holds no transfer slot meanwhile. Both
@@ -148,13 +149,22 @@ impl Files {
             Op::Archive => Some(wait(&self.archives).await?),
             _ => None,
         };
-        let _transfer = match request.op {
+        let transfer = match request.op {
             Op::Fetch | Op::Archive if !request.preflight() => Some(wait(&self.transfers).await?),
             Op::Write => Some(wait(&self.transfers).await?),
             _ => None,
         };
         let budget = budget.saturating_sub(started.elapsed());
-        self.answer(request, budget, cancel).await
+        let answer = self.answer(request, budget, cancel).await;
+        // The answer holds the file's bytes until it is sent: so does the
+        // slot, where the caller can keep it (a 24-fetch flood against a
+        // slow reader queued them all: 700 MiB).
+        if let (Some(keep), Some(transfer)) = (keep, transfer)
+            && let Ok(mut keep) = keep.lock()
+        {
+            *keep = Some(transfer);
+        }
+        answer
     }
 
     #[cfg(unix)]

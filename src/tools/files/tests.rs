@@ -47,7 +47,12 @@ fn setup_with(protect: impl FnOnce(&mut Workspace)) -> Setup {
 async fn call(files: &Arc<Files>, op: Op, params: Value) -> Value {
     let request = Request::parse(op, params, 16 << 20);
     files
-        .run(request, Duration::from_secs(30), CancellationToken::new())
+        .run(
+            request,
+            Duration::from_secs(30),
+            CancellationToken::new(),
+            None,
+        )
         .await
         .unwrap()
 }
@@ -433,7 +438,12 @@ async fn a_small_gateway_frame_lowers_the_limit_with_a_clear_error() {
     let request = Request::parse(Op::Fetch, json!({ "path": p(&s.ws.join("b.bin")) }), 1024);
     let got = s
         .files
-        .run(request, Duration::from_secs(5), CancellationToken::new())
+        .run(
+            request,
+            Duration::from_secs(5),
+            CancellationToken::new(),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(got["code"], "FILE_TOO_LARGE", "{got}");
