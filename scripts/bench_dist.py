@@ -17,13 +17,12 @@ import argparse
 import glob
 import os
 import statistics
-import subprocess
 import tarfile
 import tempfile
 import time
 import zipfile
 
-from bench_tls import sandbox_env  # the sandbox's `env` exports, as a dict
+from bench_tls import node_connect, sandbox_env  # one node start; the sandbox's exports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,20 +37,10 @@ def status_kib(pid, key):
 
 def node(exe, env, state):
     """Seconds from spawn to "connected to", and VmRSS/VmHWM (KiB) a second later."""
-    os.makedirs(os.path.join(state, "ws"), exist_ok=True)
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [exe, "node", "--state-dir", state, "--workspace", os.path.join(state, "ws")],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    took = None
-    for line in proc.stderr:
-        if "connected to" in line:
-            took = time.perf_counter() - start
-            break
-    time.sleep(1)
-    rss, hwm = status_kib(proc.pid, "VmRSS"), status_kib(proc.pid, "VmHWM")
-    proc.terminate()
-    proc.wait(timeout=20)
+    def memory(pid):
+        time.sleep(1)
+        return status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    took, (rss, hwm) = node_connect(env, state, exe=exe, then=memory)
     return took, rss, hwm
 
 

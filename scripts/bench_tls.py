@@ -40,21 +40,23 @@ def sandbox_env(extra):
     return out
 
 
-def node_connect(env, state):
-    """Seconds from spawn to the node's "connected to" line."""
+def node_connect(env, state, exe=ROUTER, then=None):
+    """Seconds from spawn to the node's "connected to" line; with `then`,
+    also what `then(pid)` says of the node still running (bench_dist.py)."""
     os.makedirs(os.path.join(state, "ws"), exist_ok=True)
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [ROUTER, "node", "--state-dir", state, "--workspace", os.path.join(state, "ws")],
+        [exe, "node", "--state-dir", state, "--workspace", os.path.join(state, "ws")],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = None
     for line in proc.stderr:
         if "connected to" in line:
             took = time.perf_counter() - start
             break
+    seen = then(proc.pid) if then else None
     proc.terminate()
-    proc.wait(timeout=10)
-    return took
+    proc.wait(timeout=20)
+    return (took, seen) if then else took
 
 
 def router(env, *args):
