@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use zeroize::{Zeroize, Zeroizing};
 
 use super::ToolError;
 use crate::gateway::Endpoint;
@@ -104,7 +105,7 @@ pub async fn stream(
             Auth::VncPassword | Auth::ArdAccount => {}
         }
         let password = match (&host.password_file, auth) {
-            (Some(file), Auth::VncPassword) => Some(Secret(read_password(file)?)),
+            (Some(file), Auth::VncPassword) => Some(Secret::new(read_password(file)?)),
             _ => None,
         };
         let url = relay::attach_url(&gateway.url, &ticket)?;
@@ -147,38 +148,23 @@ pub async fn stream(
     Ok(json!({"status": "closed"}))
 }
 
-/// The password while the node holds it: wiped when dropped, however
-/// the call ends (an attach that fails drops it too).
-struct Secret(String);
-
-impl Drop for Secret {
-    fn drop(&mut self) {
-        wipe(std::mem::take(&mut self.0).into_bytes());
-    }
-}
-
-/// Zeroes the whole allocation (spare capacity too) before it is freed:
-/// freed memory keeps what it held.
-pub(super) fn wipe(mut bytes: Vec<u8>) {
-    let capacity = bytes.capacity();
-    bytes.clear();
-    bytes.resize(capacity, 0);
-    std::hint::black_box(&bytes);
-}
+/// The password while the node holds it: zeroed (its whole allocation)
+/// when dropped, however the call ends (an attach that fails drops it too).
+type Secret = Zeroizing<String>;
 
 /// `{"auth": …, "vncPassword"?: …}`, written straight into a buffer with
 /// room for the worst escaping (`\u00XX` per byte), so it never grows:
 /// growing would leave a copy of the password in the block it left, and
 /// a `Value` would hold another.
 fn metadata(auth: Auth, password: Option<&Secret>) -> Vec<u8> {
-    let room = password.map_or(0, |p| 6 * p.0.len());
+    let room = password.map_or(0, |p| 6 * p.len());
     let mut out = Vec::with_capacity(64 + room);
     out.extend_from_slice(b"{\"auth\":\"");
     out.extend_from_slice(auth.wire().as_bytes());
     out.push(b'"');
     if let Some(password) = password {
         out.extend_from_slice(b",\"vncPassword\":");
-        serde_json::to_writer(&mut out, password.0.as_str()).expect("a string into a Vec");
+        serde_json::to_writer(&mut out, password.as_str()).expect("a string into a Vec");
     }
     out.push(b'}');
     out
@@ -248,8 +234,8 @@ fn read_password(path: &std::path::Path) -> Result<String, String> {
             let text = String::from_utf8_lossy(&buf);
             let password = text.trim_end_matches(['\r', '\n']).to_owned();
             // Not UTF-8: the lossy text is a copy of its own.
-            if let std::borrow::Cow::Owned(text) = text {
-                wipe(text.into_bytes());
+            if let std::borrow::Cow::Owned(mut text) = text {
+                text.zeroize();
             }
             if password.is_empty() {
                 Err("desktop password file is empty".into())
@@ -258,7 +244,7 @@ fn read_password(path: &std::path::Path) -> Result<String, String> {
             }
         }
     };
-    wipe(buf);
+    buf.zeroize();
     result
 }
 
@@ -323,7 +309,7 @@ mod tests {
             json!({"auth": "ard-account"})
         );
         for pw in ["s3cret", "q\"\\\u{1}\u{7f}é\u{fffd}", &"\u{1}".repeat(4096)] {
-            let secret = Secret(pw.to_owned());
+            let secret = Secret::new(pw.to_owned());
             let out = metadata(Auth::VncPassword, Some(&secret));
             assert_eq!(
                 parse(&out),

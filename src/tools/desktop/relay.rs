@@ -68,25 +68,10 @@ pub struct Carried {
 pub async fn introduce(ws: &mut transport::Ws, metadata: Vec<u8>) -> Result<(), String> {
     // The frame owns the buffer and wipes it when the socket lets it go
     // (a copy sent and a buffer wiped would leave the copy behind).
-    let frame = bytes::Bytes::from_owner(Wiped(metadata));
+    let frame = bytes::Bytes::from_owner(zeroize::Zeroizing::new(metadata));
     ws.send(Message::Binary(frame))
         .await
         .map_err(|e| e.to_string())
-}
-
-/// A buffer wiped when dropped.
-struct Wiped(Vec<u8>);
-
-impl AsRef<[u8]> for Wiped {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Drop for Wiped {
-    fn drop(&mut self) {
-        super::wipe(std::mem::take(&mut self.0));
-    }
 }
 
 /// Replays what the look read and carries bytes both ways until either
