@@ -197,7 +197,33 @@ fn mcp_log(flags: &[&str]) -> String {
         .unwrap();
     let mut child = common::KillOnDrop(child);
     let deadline = std::time::Instant::now() + WAIT;
-    while std::net::TcpStream::connect(&listen).is_err() {
+    // Ours listening, not another test's server on a port free_port gave
+    // both (a SIGTERM before our handler killed the server outright, code
+    // None, once under load): its SIGTERM handler is in place, and, unless
+    // quiet, it said it serves.
+    let pid = child.0.id();
+    let catches_term = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                let mask = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("SigCgt:"))?
+                    .trim()
+                    .to_owned();
+                u64::from_str_radix(&mask, 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
+    };
+    let serving = || {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("serving MCP")
+    };
+    while !catches_term()
+        || std::net::TcpStream::connect(&listen).is_err()
+        || (!flags.contains(&"--quiet") && !serving())
+    {
         assert!(std::time::Instant::now() < deadline, "never listened");
         std::thread::sleep(Duration::from_millis(20));
     }
