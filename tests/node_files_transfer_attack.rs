@@ -9,21 +9,10 @@ mod common;
 
 use std::time::Duration;
 
+use common::browser::peak_mib;
 use common::gateway::Config;
 use common::node::{connected, payload};
 use serde_json::json;
-
-/// The node's peak resident memory so far, in MiB.
-fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        / 1024
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flood_of_big_fetches_is_answered_with_memory_bounded() {

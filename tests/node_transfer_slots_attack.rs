@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::browser::peak_mib;
 use common::gateway::{Config, FakeGateway, TOKEN};
 use common::node::{Node, error_code, payload};
 use serde_json::{Value, json};
@@ -84,17 +85,6 @@ async fn relayed() -> (FakeGateway, Relay, Node) {
     let node = Node::start(&relay.url, &["--token", TOKEN]);
     gw.wait_hellos(1, Duration::from_secs(15)).await;
     (gw, relay, node)
-}
-
-fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        / 1024
 }
 
 fn fetch(gw: &FakeGateway, path: &std::path::Path, timeout_ms: u64) -> String {
