@@ -69,8 +69,9 @@ pub enum Command {
     /// WebSocket of seed 004 (or, `bridge send`, hand one of them a message).
     Bridge(BridgeCommand),
     /// Talk to a General Agent Service (seed 001) and run the tools it asks
-    /// for here: the message, then each line of stdin, one turn each.
-    Chat(ChatArgs),
+    /// for here: the message, then each line of stdin, one turn each (or,
+    /// `chat memory`, write to or search its memory from a script).
+    Chat(ChatCommand),
     /// Serve a cloud command queue (seed 003) as its desktop node: poll for
     /// commands and run them here behind the airlock.
     Poll(PollArgs),
@@ -859,8 +860,47 @@ pub struct BridgeSendArgs {
     pub text: String,
 }
 
+/// `clawbot_router chat [memory write|search]`.
 #[derive(Debug, Args)]
-pub struct ChatArgs {
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ChatCommand {
+    #[command(subcommand)]
+    pub memory: Option<ChatMemory>,
+    #[command(flatten)]
+    pub run: ChatArgs,
+}
+
+impl ChatCommand {
+    pub fn log(&self) -> LogArgs {
+        match &self.memory {
+            Some(ChatMemory::Memory(MemoryCommand::Write(m))) => m.common.log,
+            Some(ChatMemory::Memory(MemoryCommand::Search(m))) => m.common.log,
+            None => self.run.log,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChatMemory {
+    /// The service's memory from a script: one command, its answer as one
+    /// JSON object on stdout (`ok` true or false).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Save a note to long-term or today's memory, in the conversation's
+    /// session; prints {ok, path, target, general_session_id}.
+    Write(MemoryWriteArgs),
+    /// Search the memory; prints {ok, query, results: [{path, excerpt,
+    /// line_start, line_end, score}]}.
+    Search(MemorySearchArgs),
+}
+
+/// The General Agent Service and the conversation, as `chat` names them.
+#[derive(Debug, Args)]
+pub struct AgentService {
     /// The service's base URL (loopback unless --allow-remote).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8765")]
     pub service: String,
@@ -873,6 +913,61 @@ pub struct ChatArgs {
     /// Allow a service off this machine (https://, or http:// on a private network).
     #[arg(long)]
     pub allow_remote: bool,
+}
+
+/// What both memory commands take.
+#[derive(Debug, Args)]
+pub struct MemoryCommon {
+    #[command(flatten)]
+    pub on: AgentService,
+
+    /// Where the conversation's session is kept (default:
+    /// $XDG_STATE_HOME/clawbot_router or ~/.local/state/clawbot_router).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+
+    /// The most the whole command may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
+
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MemoryWriteArgs {
+    #[command(flatten)]
+    pub common: MemoryCommon,
+
+    /// Which memory: the agent's long-term memory, or today's.
+    #[arg(long, value_enum, default_value_t = crate::links::agent_service::memory::Target::LongTerm)]
+    pub target: crate::links::agent_service::memory::Target,
+
+    /// The note (`-`: read it from stdin, up to 1 MiB).
+    pub content: String,
+}
+
+#[derive(Debug, Args)]
+pub struct MemorySearchArgs {
+    #[command(flatten)]
+    pub common: MemoryCommon,
+
+    /// Only this kind of memory (passed to the service as it is).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// At most this many results.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub limit: Option<u16>,
+
+    /// What to look for.
+    pub query: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub on: AgentService,
 
     /// Seconds without any data, heartbeats included, before a stream counts as dead.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -888,7 +983,8 @@ pub struct ChatArgs {
     #[command(flatten)]
     pub log: LogArgs,
 
-    /// The first message (more follow as lines of stdin).
+    /// The first message (more follow as lines of stdin; /help lists the
+    /// conversation's own commands: /remember, /daily, /search).
     pub message: Option<String>,
 }
 

@@ -526,3 +526,397 @@ fn bad_services_are_refused_with_a_reason() {
         assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
     }
 }
+
+impl Chat {
+    /// `chat memory ARGS` with `stdin`; its output and the JSON it printed.
+    fn memory(&self, service: &FakeService, args: &[&str], stdin: &[u8]) -> (common::Run, Value) {
+        let mut cmd = common::router();
+        cmd.args(["chat", "memory"])
+            .args(args)
+            .args(["--service", &service.url])
+            .arg("--state-dir")
+            .arg(&self.state);
+        let run = common::run_with_stdin(&mut cmd, stdin);
+        let value = if run.stdout.is_empty() {
+            Value::Null
+        } else {
+            run.json()
+        };
+        (run, value)
+    }
+}
+
+fn today() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn memory_is_written_and_searched_from_a_script_in_the_conversations_session() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    // A conversation first: its session is the one the notes go to.
+    let run = chat.run(&service, &["hello"], "");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    let note = "I prefer two deep-work blocks in the morning.";
+    let (run, written) = chat.memory(&service, &["write", "--target", "long_term", note], b"");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        written,
+        serde_json::json!({"ok": true, "path": "memory/MEMORY.md", "target": "long_term", "general_session_id": "g_1"})
+    );
+    // From stdin (`-`), several lines, to today's memory.
+    let daily = "Stand-up moved to 10:00.\nDeep-work block cancelled today.\n";
+    let (run, written) = chat.memory(
+        &service,
+        &["write", "--target", "daily", "-"],
+        daily.as_bytes(),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let day_path = format!("memory/{}.md", today());
+    assert_eq!(written["path"], day_path.as_str());
+    let writes = service.posts("/v1/memory/write");
+    assert_eq!(writes.len(), 2);
+    assert_eq!(
+        writes[0]["body"],
+        serde_json::json!({"general_session_id": "g_1", "target": "long_term", "content": note})
+    );
+    assert_eq!(
+        writes[1]["body"]["content"], daily,
+        "the note whole, as read"
+    );
+    // Each memory command resumed the conversation's session, never a new one.
+    let sessions = service.posts("/v1/sessions");
+    assert!(
+        sessions[1..]
+            .iter()
+            .all(|s| s["body"]["preferred_session_id"] == "g_1"),
+        "{sessions:?}"
+    );
+
+    let (run, found) = chat.memory(&service, &["search", "deep-work"], b"");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        found,
+        serde_json::json!({"ok": true, "query": "deep-work", "results": [
+            {"path": "memory/MEMORY.md", "excerpt": note, "line_start": 1, "line_end": 1, "score": 1.0},
+            {"path": day_path, "excerpt": daily.trim_end(), "line_start": 1, "line_end": 2, "score": 1.0},
+        ]})
+    );
+    let (_, found) = chat.memory(&service, &["search", "--kind", "daily", "deep-work"], b"");
+    assert_eq!(found["results"].as_array().unwrap().len(), 1);
+    assert_eq!(found["results"][0]["path"], day_path.as_str());
+    let (_, found) = chat.memory(&service, &["search", "--limit", "1", "deep-work"], b"");
+    assert_eq!(found["results"].as_array().unwrap().len(), 1);
+    let (run, found) = chat.memory(&service, &["search", "nothing like it"], b"");
+    assert_eq!(run.code, Some(0));
+    assert_eq!(found["results"], serde_json::json!([]));
+    // The query reaches the service as one value, whatever it holds.
+    let tricky = "a&kind=long_term&limit=1 #/é%20+";
+    let (run, _) = chat.memory(&service, &["search", tricky], b"");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let searches: Vec<Value> = service
+        .log()
+        .into_iter()
+        .filter(|e| e["path"] == "/v1/memory/search")
+        .collect();
+    let last = &searches.last().unwrap()["query"];
+    assert_eq!(last, &serde_json::json!({"q": [tricky]}));
+    assert_eq!(
+        searches[1]["query"],
+        serde_json::json!({"q": ["deep-work"], "kind": ["daily"]})
+    );
+    assert_eq!(
+        searches[2]["query"],
+        serde_json::json!({"q": ["deep-work"], "limit": ["1"]})
+    );
+    all_valid(&service);
+}
+
+#[test]
+fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    // The service's error model, kept whole.
+    let (run, v) = chat.memory(&service, &["search", "--kind", "weekly", "x"], b"");
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        v,
+        serde_json::json!({"ok": false, "error": {"code": "INVALID_KIND", "message": "kind must be long_term or daily", "status": 400, "details": {"kind": "weekly"}}})
+    );
+    assert!(
+        run.stderr
+            .contains("INVALID_KIND: kind must be long_term or daily (HTTP 400)"),
+        "{}",
+        run.stderr
+    );
+    for args in [&["search", "broken"][..], &["write", "broken"][..]] {
+        let (run, v) = chat.memory(&service, args, b"");
+        assert_eq!(run.code, Some(1), "{args:?}");
+        assert_eq!(v["error"]["code"], "INDEX_BROKEN", "{args:?}");
+        assert_eq!(v["error"]["status"], 500);
+        assert_eq!(v["error"]["details"]["retry_after_ms"], 1000);
+    }
+    // Answers of another shape, or too large, are refused, not half-shown.
+    let (run, v) = chat.memory(&service, &["search", "malformed"], b"");
+    assert_eq!(run.code, Some(1));
+    assert_eq!(v["error"]["code"], "BAD_ANSWER");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("results[0].line_start"),
+        "{v}"
+    );
+    let (run, v) = chat.memory(&service, &["search", "huge"], b"");
+    assert_eq!(run.code, Some(1));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than"),
+        "{v}"
+    );
+    // One deadline for the whole command.
+    let (run, v) = chat.memory(&service, &["search", "--timeout", "1", "slow"], b"");
+    assert_eq!(run.code, Some(1));
+    assert_eq!(v["error"]["code"], "TIMEOUT");
+    assert!(
+        run.elapsed < Duration::from_millis(2900),
+        "{:?}",
+        run.elapsed
+    );
+
+    // A 404 for the session opens a new one and writes there; a 404 for
+    // anything else (the session still known) is told, not retried.
+    let (run, v) = chat.memory(&service, &["write", "nomemory"], b"");
+    assert_eq!(run.code, Some(1));
+    assert_eq!(v["error"]["code"], "NOT_FOUND");
+    assert_eq!(v["error"]["message"], "this service keeps no memory");
+    assert_eq!(
+        service.posts("/v1/memory/write").len(),
+        2,
+        "broken, nomemory: once each"
+    );
+    let (run, v) = chat.memory(&service, &["write", "forget"], b"");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(v["general_session_id"], "g_2", "{v}");
+    let writes = service.posts("/v1/memory/write");
+    assert_eq!(writes.len(), 4);
+    assert_eq!(writes[2]["body"]["general_session_id"], "g_1");
+    assert_eq!(writes[3]["body"]["general_session_id"], "g_2");
+
+    // Bad input: a clear message in the JSON, exit 2, nothing sent.
+    let before = service.log().len();
+    let big = vec![b'x'; (1 << 20) + 1];
+    for (args, stdin, says) in [
+        (&["write", "  "][..], &b""[..], "empty"),
+        (&["write", "-"][..], &big[..], "larger than"),
+        (&["write", "-"][..], &b"\xff\xfe"[..], "not UTF-8"),
+        (&["search", " "][..], &b""[..], "empty"),
+        (&["search", "--kind", "a b", "x"][..], &b""[..], "kind"),
+        (
+            &["search", "--conversation", " ", "x"][..],
+            &b""[..],
+            "--conversation",
+        ),
+    ] {
+        let (run, v) = chat.memory(&service, args, stdin);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert_eq!(v["ok"], false, "{args:?}");
+        assert_eq!(v["error"]["code"], "INVALID_INPUT", "{args:?}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{args:?}: {v}"
+        );
+    }
+    let mut cmd = common::router();
+    cmd.args([
+        "chat",
+        "memory",
+        "search",
+        "x",
+        "--service",
+        "http://10.1.2.3:8765",
+    ]);
+    let run = common::run(&mut cmd);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-remote")
+    );
+    assert_eq!(service.log().len(), before, "nothing reached the service");
+    // Usage errors are clap's: stderr, exit 2, nothing on stdout.
+    for args in [
+        &["search", "--limit", "0", "x"][..],
+        &["write", "--target", "weekly", "x"][..],
+        &["write"][..],
+        &["forget", "x"][..],
+    ] {
+        let (run, v) = chat.memory(&service, args, b"");
+        assert_eq!(run.code, Some(2), "{args:?}");
+        assert_eq!(v, Value::Null, "{args:?}");
+        assert!(run.stderr.starts_with("error:"), "{args:?}: {}", run.stderr);
+    }
+    // Nothing listens: told as such.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = common::router();
+    cmd.args(["chat", "memory", "search", "x", "--service"])
+        .arg(format!("http://127.0.0.1:{port}"));
+    let run = common::run(&mut cmd);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.json()["error"]["code"], "UNAVAILABLE");
+    all_valid(&service);
+}
+
+#[test]
+fn memory_commands_inside_a_conversation() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    let lines = [
+        "/remember I like green tea",
+        "/daily Stand-up at 10",
+        "/search tea",
+        "/search --kind daily --limit 5 stand-up",
+        "/search escape",
+        "/search --kind weekly x",
+        "/remember",
+        "/help",
+        "//remember this is a message",
+        "hello",
+    ]
+    .join("\n");
+    let run = chat.run(&service, &[], &(lines + "\n"));
+    assert_eq!(run.code, Some(1), "two lines failed: {}", run.stderr);
+    let day = today();
+    let expected = format!(
+        "saved to long-term memory: memory/MEMORY.md\n\
+         saved to today's memory: memory/{day}.md\n\
+         1 result for \"tea\":\n\
+         memory/MEMORY.md:1 (score 1)\n    I like green tea\n\
+         1 result for \"stand-up\":\n\
+         memory/{day}.md:1 (score 1)\n    Stand-up at 10\n\
+         1 result for \"escape\":\n\
+         memory/\\u{{1b}}[2Jx\\u{{202e}}.md:2-3\n    line\\r\\u{{1b}}]0;title\\u{{7}}\n    next\n\
+         {help}\
+         replayed /remember this is a message (attempt 1)\n\
+         Hello, world\n",
+        help = HELP
+    );
+    assert_eq!(run.stdout, expected, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "the search failed: INVALID_KIND: kind must be long_term or daily (HTTP 400)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("/remember needs the text"),
+        "{}",
+        run.stderr
+    );
+    // The notes went to the conversation's session.
+    let writes = service.posts("/v1/memory/write");
+    assert_eq!(writes.len(), 2);
+    assert!(
+        writes
+            .iter()
+            .all(|w| w["body"]["general_session_id"] == "g_1")
+    );
+    all_valid(&service);
+}
+
+const HELP: &str = "\
+/remember TEXT      save TEXT to the agent's long-term memory
+/daily TEXT         save TEXT to today's memory
+/search [--kind K] [--limit N] QUERY
+                    search the agent's memory (paths and lines to cite)
+/help               this list
+//TEXT              send /TEXT to the agent as it is
+Any other line is a message for the agent.
+";
+
+#[test]
+fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
+    let service = FakeService::start();
+    let chat = Chat::new();
+    // A tool still running when the stream drops (the service's turn
+    // waits for it): it runs on, and its result is posted once.
+    let tool = r#"resume-tool run_command safe {"command": ["sh", "-c", "sleep 1; echo kept across the drop"]}"#;
+    let lines = ["resume", tool, "resume-refused", "longid"].join("\n");
+    let run = chat.run(&service, &["--allow-command", "run_command"], &(lines + "\n"));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let mut out = run.stdout.lines();
+    // Resumed: the text continues where it stopped, said once.
+    assert_eq!(out.next(), Some("Hello, world"), "{}", run.stdout);
+    let result: Value =
+        serde_json::from_str(out.next().unwrap().strip_prefix("RESULT ").unwrap()).unwrap();
+    assert_eq!(
+        result["ok"], true,
+        "the tool ran on across the resume: {result}"
+    );
+    assert_eq!(result["result"]["stdout"], "kept across the drop\n", "{result}");
+    // A service that will not resume, or an id that cannot be sent back:
+    // the message is re-sent.
+    assert_eq!(
+        out.collect::<Vec<_>>(),
+        [
+            "partial",
+            "replayed resume-refused (attempt 2)",
+            "partial",
+            "replayed longid (attempt 2)"
+        ]
+    );
+    let chats: Vec<(String, Value)> = service
+        .posts("/v1/chat")
+        .iter()
+        .map(|c| {
+            (
+                c["body"]["message"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                c.get("last_event_id").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, Value)> = [
+        ("resume", Value::Null),
+        ("resume", "2".into()),
+        (tool, Value::Null),
+        (tool, "1".into()),
+        ("resume-refused", Value::Null),
+        ("resume-refused", "1".into()),
+        ("resume-refused", Value::Null),
+        ("longid", Value::Null),
+        ("longid", Value::Null),
+    ]
+    .into_iter()
+    .map(|(t, id)| (t.to_owned(), id))
+    .collect();
+    assert_eq!(chats, expected);
+    assert_eq!(
+        tool_results(&service).len(),
+        1,
+        "the tool ran once, its result posted once"
+    );
+    for said in [
+        "resuming after event \"2\"",
+        "would not resume the stream (HTTP 409",
+        "cannot be sent back; re-sending",
+    ] {
+        assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
+    }
+    all_valid(&service);
+}

@@ -91,11 +91,11 @@ pub async fn run(args: Vec<OsString>) -> u8 {
             Box::pin(crate::links::bridge::main(command, print, stopped())).await
         }
         Cli {
-            command: Some(Command::Chat(args)),
+            command: Some(Command::Chat(command)),
             ..
         } => {
-            logging(args.log);
-            Box::pin(crate::links::agent_service::main(args, print, stopped())).await
+            logging(command.log());
+            Box::pin(crate::links::agent_service::main(command, print, stopped())).await
         }
         Cli {
             command: Some(Command::Poll(args)),

@@ -155,6 +155,27 @@ impl Service {
         within: Duration,
         max: usize,
     ) -> Result<Value, Failure> {
+        let (status, value) = self
+            .exchange(method, path, body, bearer, within, max)
+            .await?;
+        if !(200..300).contains(&status) {
+            return Err(Failure::Status(status, said(&value)));
+        }
+        Ok(value)
+    }
+
+    /// As [`Self::json`], but any status is an answer: the status and the
+    /// body read as JSON (`null` when empty), for a caller that reads the
+    /// service's error model itself.
+    pub async fn exchange(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: Option<&str>,
+        within: Duration,
+        max: usize,
+    ) -> Result<(u16, Value), Failure> {
         let work = async {
             let (status, body) = self
                 .send(method, path, body, bearer, "application/json")
@@ -167,10 +188,7 @@ impl Service {
                 serde_json::from_slice(&bytes)
                     .map_err(|e| Failure::Status(status, format!("the answer is not JSON ({e})")))?
             };
-            if !(200..300).contains(&status) {
-                return Err(Failure::Status(status, said(&value)));
-            }
-            Ok(value)
+            Ok((status, value))
         };
         tokio::time::timeout(within, work)
             .await
@@ -232,6 +250,20 @@ fn said(value: &Value) -> String {
     crate::shared::escape::line(&text.chars().take(500).collect::<String>()).into_owned()
 }
 
+/// `text` as one URL query component: unreserved characters as they
+/// are, every other byte of its UTF-8 as `%XX`.
+pub fn query_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The whole body, or an error past `max` bytes.
 pub async fn read_all(mut body: Incoming, max: usize) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
@@ -275,6 +307,15 @@ mod tests {
         assert!(Service::parse("https://example.com", true).is_ok());
         assert!(Service::parse("ftp://x", true).is_err());
         assert!(Service::parse("http://127.0.0.1/?a=1", false).is_err());
+    }
+
+    #[test]
+    fn query_components_escape_everything_but_unreserved() {
+        assert_eq!(query_component("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(
+            query_component("x&kind=daily#/é %"),
+            "x%26kind%3Ddaily%23%2F%C3%A9%20%25"
+        );
     }
 
     #[test]

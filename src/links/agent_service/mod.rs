@@ -4,8 +4,11 @@
 //! `tool.request` runs through the one dispatch and policy — the stricter
 //! of the service's `risk` and our own class wins, `forbidden` never runs
 //! — and is answered with `POST /v1/tools/result`. A stream that drops or
-//! falls silent mid-turn is reopened with backoff and the message re-sent.
-//! This module only translates.
+//! falls silent mid-turn is reopened with backoff: resumed with
+//! `Last-Event-ID` when the service gave its events ids, the message
+//! re-sent otherwise. The conversation's own commands (`/remember`,
+//! `/search`, …: `lines`) and `chat memory` reach the service's memory
+//! (`memory`). This module only translates.
 //!
 //! A service may be hostile. A `tool.request` id is run at most once: the
 //! link's replay memory (`super::replay`, on disk) remembers every id run,
@@ -15,10 +18,12 @@
 //! one ends, so a flood of requests slows the service's own stream rather
 //! than growing the link.
 
+mod lines;
+pub mod memory;
+mod session;
 mod sse;
 
-use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +37,7 @@ use super::http::{Failure, Service};
 use super::replay::{Admit, Replay};
 use crate::tools::policy::Gate;
 use crate::tools::{Invocation, Tools};
+use session::Session;
 
 /// The stream reader, for the fuzz targets (`crate::fuzzing`).
 #[doc(hidden)]
@@ -45,7 +51,6 @@ pub fn read_tool_request(data: Value) -> Result<(String, String), String> {
     Ok((call.id, call.risk))
 }
 
-const FILE: &str = "agent-service-sessions.json";
 /// Small requests (health, sessions, tool results) take at most this.
 const REQUEST_WITHIN: Duration = Duration::from_secs(30);
 /// Bytes of a JSON answer.
@@ -67,6 +72,15 @@ const POSTS: usize = 4;
 const MAX_DELTAS: usize = 1 << 20;
 /// Reconnecting waits 1 s, doubling to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Bytes of an event id resumed from: an id longer than this (or not
+/// printable ASCII) cannot go in a `Last-Event-ID` header, and the
+/// message is re-sent instead.
+const MAX_EVENT_ID: usize = 256;
+
+/// `text` cut to 300 characters, for a line that quotes a service.
+fn cut(text: &str) -> String {
+    text.chars().take(300).collect()
+}
 
 fn say(message: &str) {
     crate::shared::log::say_as("chat", message);
@@ -83,10 +97,6 @@ fn error(message: &str) {
 }
 
 pub struct Options {
-    pub service: Service,
-    /// The desktop's conversation id (`jarvis_session_id`).
-    pub conversation: String,
-    pub state_dir: PathBuf,
     /// No data (heartbeats included) for this long: the stream is dead.
     pub dead_after: Duration,
     pub tool_timeout: Duration,
@@ -109,16 +119,63 @@ struct ToolCall {
 enum End {
     /// `assistant.final`, or the service closed it after an `error`.
     Done,
-    /// Dropped or silent mid-turn: reopen and re-send.
+    /// Dropped or silent mid-turn: reopen (resume, or re-send).
     Dropped(String),
+    /// The service would not resume from the last event id: re-send.
+    NoResume(String),
     /// The service refused the turn: reported, not retried.
     Refused(String),
+}
+
+/// One turn, across the streams it takes: what was streamed, the last
+/// event id to resume from, and the tool calls it started (which keep
+/// running across a resume: the service's turn is waiting for them).
+struct Turn {
+    text: String,
+    /// The streamed text, to compare with the final; None once it grew
+    /// past MAX_DELTAS (the final is then not printed again).
+    deltas: Option<String>,
+    /// An `error` event came: the stream's end ends the turn.
+    failed: bool,
+    /// The stream's last event id, if one can be resumed from.
+    last_id: Option<String>,
+    tasks: tokio_util::task::TaskTracker,
+    /// Cancels the turn's tool calls: dropped with the turn, or fired
+    /// when the message is re-sent.
+    _cancel_tools: tokio_util::sync::DropGuard,
+    cancel: CancellationToken,
+}
+
+impl Turn {
+    fn new(text: &str, stop: &CancellationToken) -> Self {
+        let cancel = stop.child_token();
+        Self {
+            text: text.to_owned(),
+            deltas: Some(String::new()),
+            failed: false,
+            last_id: None,
+            tasks: tokio_util::task::TaskTracker::new(),
+            _cancel_tools: cancel.clone().drop_guard(),
+            cancel,
+        }
+    }
+
+    /// Starts over for a re-sent message: the earlier attempt's tool
+    /// calls are cancelled (not run afresh: see [`Chat::once`]).
+    fn restart(&mut self, stop: &CancellationToken) {
+        *self = Self::new(&self.text, stop);
+    }
+}
+
+/// `id` if it can be sent back as `Last-Event-ID`.
+fn resumable(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_EVENT_ID && id.bytes().all(|b| (b' '..=b'~').contains(&b))
 }
 
 pub struct Chat {
     options: Options,
     tools: Arc<Tools>,
-    session: Mutex<String>,
+    session: Session,
     calls: Mutex<VecDeque<(String, Kept)>>,
     replay: Replay,
     running: Arc<tokio::sync::Semaphore>,
@@ -129,9 +186,13 @@ pub struct Chat {
 }
 
 impl Chat {
-    pub async fn start(options: Options, tools: Arc<Tools>) -> Result<Arc<Self>, String> {
-        let health = options
-            .service
+    pub async fn start(
+        session: Session,
+        options: Options,
+        tools: Arc<Tools>,
+    ) -> Result<Arc<Self>, String> {
+        let service = session.service();
+        let health = service
             .json(
                 Method::GET,
                 "/health",
@@ -144,101 +205,71 @@ impl Chat {
             .map_err(|e| {
                 format!(
                     "the General Agent Service at {} is not reachable: {e}",
-                    options.service.shown()
+                    service.shown()
                 )
             })?;
         if health["healthy"] != true {
             return Err(format!(
                 "the General Agent Service at {} says it is not healthy: {health}",
-                options.service.shown()
+                service.shown()
             ));
         }
         say(&format!(
             "{} is healthy (version {}, up {} ms)",
-            options.service.shown(),
+            service.shown(),
             health["version"].as_str().unwrap_or("?"),
             health["uptime_ms"]
         ));
-        let scope = format!("{} {}", options.service.shown(), options.conversation);
-        let replay = Replay::open(&options.state_dir, "chat", &scope)?;
-        let chat = Arc::new(Self {
+        let scope = format!("{} {}", service.shown(), session.conversation());
+        let replay = Replay::open(session.state_dir(), "chat", &scope)?;
+        session
+            .open(true, REQUEST_WITHIN)
+            .await
+            .map_err(|e| format!("cannot open a session: {e}"))?;
+        Ok(Arc::new(Self {
             options,
             tools,
-            session: Mutex::new(String::new()),
+            session,
             calls: Mutex::new(VecDeque::new()),
             replay,
             running: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS)),
             pending: Arc::new(tokio::sync::Semaphore::new(MAX_PENDING)),
             posts: tokio::sync::Semaphore::new(POSTS),
             open_line: std::sync::atomic::AtomicBool::new(false),
-        });
-        chat.open_session(true).await?;
-        Ok(chat)
+        }))
     }
 
-    /// `POST /v1/sessions`, resuming the session this conversation had
-    /// (`resume`) — kept in the state directory for the next run.
-    async fn open_session(&self, resume: bool) -> Result<(), String> {
-        let key = format!(
-            "{} {}",
-            self.options.service.shown(),
-            self.options.conversation
-        );
-        let path = self.options.state_dir.join(FILE);
-        let mut saved: HashMap<String, String> = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let mut body = json!({"jarvis_session_id": self.options.conversation});
-        if let Some(previous) = saved.get(&key).filter(|_| resume) {
-            body["preferred_session_id"] = json!(previous);
-        }
-        let answer = self
-            .options
-            .service
-            .json(
-                Method::POST,
-                "/v1/sessions",
-                Some(&body),
-                None,
-                REQUEST_WITHIN,
-                MAX_ANSWER,
-            )
-            .await
-            .map_err(|e| format!("cannot open a session: {e}"))?;
-        let Some(id) = answer["general_session_id"]
-            .as_str()
-            .filter(|s| !s.is_empty() && s.len() <= 256)
-        else {
-            return Err(format!(
-                "the service answered no general_session_id: {answer}"
-            ));
-        };
-        if saved.get(&key).map(String::as_str) != Some(id) {
-            say(&format!(
-                "session {id} for conversation {}",
-                self.options.conversation
-            ));
-        }
-        saved.insert(key, id.to_owned());
-        if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
-            let _ = crate::shared::paths::write_private(&path, &bytes);
-        }
-        *self.session.lock().unwrap() = id.to_owned();
-        Ok(())
+    fn service(&self) -> &Service {
+        self.session.service()
     }
 
     fn session(&self) -> String {
-        self.session.lock().unwrap().clone()
+        self.session.id()
     }
 
-    /// One user message, to the end of its turn: reopened and re-sent
-    /// after a drop (1 s, doubling to 30 s) until it ends or `stop`.
+    /// After a 404: whether the service forgot the session (a new one is
+    /// open now) rather than refusing for another reason.
+    async fn session_was_forgotten(&self) -> Result<bool, String> {
+        let before = self.session();
+        let now = self
+            .session
+            .open(true, REQUEST_WITHIN)
+            .await
+            .map_err(|e| format!("cannot open a session: {e}"))?;
+        Ok(now != before)
+    }
+
+    /// One user message, to the end of its turn: after a drop, resumed
+    /// from the last event id if the service sent ids (and takes
+    /// `Last-Event-ID`), else re-sent; 1 s, doubling to 30 s, until it
+    /// ends or `stop`.
     pub async fn turn(self: &Arc<Self>, text: &str, stop: &CancellationToken) -> bool {
         let mut wait = Duration::from_secs(1);
+        let mut turn = Turn::new(text, stop);
+        let mut resume = None;
         loop {
             let end = tokio::select! {
-                end = self.stream(text, stop) => end,
+                end = self.stream(&mut turn, resume.as_deref()) => end,
                 _ = stop.cancelled() => return false,
             };
             match end {
@@ -247,11 +278,30 @@ impl Chat {
                     error(&format!("the service refused the message: {why}"));
                     return false;
                 }
-                End::Dropped(why) => {
-                    // What the lost attempt printed stays on a line of its own.
+                End::NoResume(why) => {
                     self.end_line();
                     warn(&format!(
-                        "the stream dropped mid-turn ({why}); re-sending the message in {} s",
+                        "the service would not resume the stream ({why}); re-sending the message"
+                    ));
+                    turn.restart(stop);
+                    resume = None;
+                }
+                End::Dropped(why) => {
+                    resume = turn.last_id.clone().filter(|id| resumable(id));
+                    let next = match (&resume, &turn.last_id) {
+                        (Some(id), _) => format!("resuming after event {id:?}"),
+                        (None, Some(_)) => {
+                            "its last event id cannot be sent back; re-sending the message".into()
+                        }
+                        (None, None) => "re-sending the message".into(),
+                    };
+                    if resume.is_none() {
+                        // What the lost attempt printed stays on a line of its own.
+                        self.end_line();
+                        turn.restart(stop);
+                    }
+                    warn(&format!(
+                        "the stream dropped mid-turn ({why}); {next} in {} s",
                         wait.as_secs()
                     ));
                     tokio::select! {
@@ -264,14 +314,20 @@ impl Chat {
         }
     }
 
-    async fn stream(self: &Arc<Self>, text: &str, stop: &CancellationToken) -> End {
+    /// One stream of `turn`: the message sent (with `Last-Event-ID` when
+    /// resuming), read to its end.
+    async fn stream(self: &Arc<Self>, turn: &mut Turn, resume: Option<&str>) -> End {
         let body = json!({
             "general_session_id": self.session(),
             "mode": "general",
-            "message": {"parts": [{"type": "text", "text": text}]},
+            "message": {"parts": [{"type": "text", "text": turn.text}]},
             "stream": true,
         });
-        let sent = self.options.service.send(
+        let headers = resume
+            .map(|id| vec![("last-event-id", id.to_owned())])
+            .unwrap_or_default();
+        let service = self.service().with_headers(headers);
+        let sent = service.send(
             Method::POST,
             "/v1/chat",
             Some(&body),
@@ -290,30 +346,26 @@ impl Chat {
                     .ok()
                     .and_then(Result::ok)
                     .unwrap_or_default();
-            let said = String::from_utf8_lossy(&said)
-                .chars()
-                .take(300)
-                .collect::<String>();
+            let said = cut(&String::from_utf8_lossy(&said));
             return match status {
                 // The service forgot the session (restarted): a new one.
-                404 => match self.open_session(false).await {
-                    Ok(()) => End::Dropped(
+                404 => match self.session_was_forgotten().await {
+                    Ok(true) => End::Dropped(
                         "the service no longer knew the session; opened a new one".into(),
                     ),
+                    Ok(false) if resume.is_some() => {
+                        End::NoResume(format!("HTTP {status}: {said}"))
+                    }
+                    Ok(false) => End::Refused(format!("HTTP {status}: {said}")),
                     Err(why) => End::Refused(why),
                 },
                 500.. => End::Dropped(format!("HTTP {status}: {said}")),
+                _ if resume.is_some() => End::NoResume(format!("HTTP {status}: {said}")),
                 _ => End::Refused(format!("HTTP {status}: {said}")),
             };
         }
-        let mut parser = sse::Parser::default();
-        // The streamed text, to compare with the final; None once it grew
-        // past MAX_DELTAS (the final is then not printed again).
-        let mut deltas = Some(String::new());
-        let mut failed = false;
-        let tasks = tokio_util::task::TaskTracker::new();
-        let cancel = stop.child_token();
-        let _stop_tools = cancel.clone().drop_guard();
+        // The spec's last event id carries over a reconnection.
+        let mut parser = sse::Parser::resuming(resume);
         loop {
             let frame = match tokio::time::timeout(self.options.dead_after, body.frame()).await {
                 Err(_) => {
@@ -322,7 +374,7 @@ impl Chat {
                         self.options.dead_after.as_secs()
                     ));
                 }
-                Ok(None) if failed => return End::Done,
+                Ok(None) if turn.failed => return End::Done,
                 Ok(None) => return End::Dropped("the stream ended before assistant.final".into()),
                 Ok(Some(Err(e))) => return End::Dropped(format!("the stream broke: {e}")),
                 Ok(Some(Ok(frame))) => frame,
@@ -335,33 +387,35 @@ impl Chat {
                 Err(why) => return End::Dropped(why),
             };
             for event in events {
+                turn.last_id = event.id.clone();
                 if event.name == "tool.request" {
                     // Held requests are bounded: wait here, unread, for one to end.
                     let Ok(held) = Arc::clone(&self.pending).acquire_owned().await else {
                         continue;
                     };
                     let chat = Arc::clone(self);
-                    let cancel = cancel.child_token();
+                    let cancel = turn.cancel.child_token();
                     let data = event.data;
-                    tasks.spawn(async move {
+                    turn.tasks.spawn(async move {
                         let _held = held;
                         chat.tool(&data, cancel).await
                     });
                     continue;
                 }
-                match self.event(&event, &mut deltas) {
+                match self.event(&event, &mut turn.deltas) {
                     Some(Step::Final(text)) => {
                         // The final text, unless the deltas already said it.
-                        if deltas.as_ref().is_some_and(|d| *d != text) {
+                        if turn.deltas.as_ref().is_some_and(|d| *d != text) {
                             self.end_line();
                             self.print(&text);
                         }
                         self.end_line();
-                        tasks.close();
-                        let _ = tokio::time::timeout(Duration::from_secs(5), tasks.wait()).await;
+                        turn.tasks.close();
+                        let _ =
+                            tokio::time::timeout(Duration::from_secs(5), turn.tasks.wait()).await;
                         return End::Done;
                     }
-                    Some(Step::Failed) => failed = true,
+                    Some(Step::Failed) => turn.failed = true,
                     None => {}
                 }
             }
@@ -611,8 +665,7 @@ impl Chat {
         };
         let body = json!({"general_session_id": self.session(), "tool_result": result});
         let posted = self
-            .options
-            .service
+            .service()
             .json(
                 Method::POST,
                 "/v1/tools/result",
@@ -647,33 +700,52 @@ fn failure(id: &str, error: String) -> Value {
     json!({"id": id, "ok": false, "result": null, "error": error})
 }
 
-/// `clawbot_router chat …`: the first message (if given), then each line
-/// of stdin, one turn each; the exit code.
-pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: CancellationToken) -> u8 {
-    let service = match Service::parse(&args.service, args.allow_remote) {
-        Ok(s) => s,
-        Err(why) => return usage(&why),
-    };
-    let conversation = args.conversation.trim().to_owned();
+/// `clawbot_router chat …`: a conversation, or (`chat memory …`) one
+/// memory command from a script; the exit code.
+pub async fn main(
+    command: crate::cli::ChatCommand,
+    print: fn(&str),
+    stop: CancellationToken,
+) -> u8 {
+    match command.memory {
+        Some(crate::cli::ChatMemory::Memory(memory)) => memory_main(memory, print, stop).await,
+        None => chat_main(command.run, print, stop).await,
+    }
+}
+
+/// The conversation's session with the service `on` names (not opened).
+fn session_for(
+    on: &crate::cli::AgentService,
+    state_dir: std::path::PathBuf,
+) -> Result<Session, String> {
+    let service = Service::parse(&on.service, on.allow_remote)?;
+    let conversation = on.conversation.trim().to_owned();
     if conversation.is_empty()
         || conversation.len() > 256
         || conversation.chars().any(char::is_control)
     {
-        return usage("--conversation is 1 to 256 printable characters");
+        return Err("--conversation is 1 to 256 printable characters".into());
     }
+    Ok(Session::new(service, conversation, state_dir))
+}
+
+/// The first message (if given), then each line of stdin: a turn each,
+/// or one of the conversation's own commands (`lines`).
+async fn chat_main(args: crate::cli::ChatArgs, print: fn(&str), stop: CancellationToken) -> u8 {
+    let session = match session_for(&args.on, args.hands.state_dir()) {
+        Ok(session) => session,
+        Err(why) => return usage(&why),
+    };
     let tools = match super::link_tools(&args.hands, "The General Agent Service") {
         Ok(hands) => hands,
         Err(why) => return usage(&why),
     };
     let options = Options {
-        service,
-        conversation,
-        state_dir: args.hands.state_dir(),
         dead_after: Duration::from_secs(args.dead_after),
         tool_timeout: Duration::from_secs(args.tool_timeout),
         print,
     };
-    let chat = match Chat::start(options, tools).await {
+    let chat = match Chat::start(session, options, tools).await {
         Ok(chat) => chat,
         Err(why) => {
             error(&why);
@@ -689,7 +761,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
         .map(str::trim)
         .filter(|m| !m.is_empty())
     {
-        ok &= chat.turn(first, &stop).await;
+        ok &= chat.line(first, &stop).await;
     }
     while let Some(rx) = lines.as_mut() {
         let line = tokio::select! {
@@ -699,7 +771,7 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
         let Some(line) = line else { break };
         let line = line.trim();
         if !line.is_empty() {
-            ok &= chat.turn(line, &stop).await;
+            ok &= chat.line(line, &stop).await;
         }
         if stop.is_cancelled() {
             break;
@@ -707,6 +779,147 @@ pub async fn main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellatio
     }
     crate::shared::log::flush_log();
     if stop.is_cancelled() || ok { 0 } else { 1 }
+}
+
+impl Chat {
+    /// One line of the conversation: a turn, or a command of ours.
+    async fn line(self: &Arc<Self>, line: &str, stop: &CancellationToken) -> bool {
+        let work = async {
+            match lines::parse(line) {
+                lines::Line::Say(text) => return self.turn(&text, stop).await,
+                lines::Line::Help => self.print(lines::HELP),
+                lines::Line::Wrong(why) => {
+                    error(&format!(
+                        "{why} (/help lists the commands; nothing was sent)"
+                    ));
+                    return false;
+                }
+                lines::Line::Remember(target, content) => {
+                    match memory::write(&self.session, target, &content, REQUEST_WITHIN).await {
+                        Ok(path) => self.print(&memory::shown_write(target, &path)),
+                        Err(problem) => {
+                            error(&format!("the note was not saved: {}", problem.shown()));
+                            return false;
+                        }
+                    }
+                }
+                lines::Line::Search(search) => {
+                    match memory::search(self.service(), &search, REQUEST_WITHIN).await {
+                        Ok(found) => self.print(&memory::shown_found(&search.query, &found)),
+                        Err(problem) => {
+                            error(&format!("the search failed: {}", problem.shown()));
+                            return false;
+                        }
+                    }
+                }
+            }
+            true
+        };
+        tokio::select! {
+            ok = work => ok,
+            _ = stop.cancelled() => false,
+        }
+    }
+}
+
+/// `chat memory write|search`: one request, its answer as one JSON object
+/// on stdout; 0 done, 1 the service (or the way to it) failed, 2 the
+/// input was wrong.
+async fn memory_main(
+    command: crate::cli::MemoryCommand,
+    print: fn(&str),
+    stop: CancellationToken,
+) -> u8 {
+    use crate::cli::MemoryCommand;
+    let common = match &command {
+        MemoryCommand::Write(args) => &args.common,
+        MemoryCommand::Search(args) => &args.common,
+    };
+    let state_dir = common
+        .state_dir
+        .clone()
+        .unwrap_or_else(crate::shared::paths::default_state_dir);
+    let within = Duration::from_secs(common.timeout);
+    let answer = |value: Value| print(&format!("{value}\n"));
+    let refuse = |problem: memory::Problem, code: u8| {
+        crate::shared::log::tell("chat", &problem.shown());
+        answer(json!({"ok": false, "error": problem}));
+        crate::shared::log::flush_log();
+        code
+    };
+    let session = match session_for(&common.on, state_dir) {
+        Ok(session) => session,
+        Err(why) => return refuse(memory::Problem::ours("INVALID_INPUT", why), 2),
+    };
+    let work = async {
+        match command {
+            MemoryCommand::Write(args) => {
+                let content = match args.content.as_str() {
+                    "-" => read_stdin_note().await?,
+                    _ => args.content,
+                };
+                memory::check_content(&content)?;
+                let path = memory::write(&session, args.target, &content, within).await?;
+                Ok(json!({
+                    "ok": true,
+                    "path": path,
+                    "target": args.target.name(),
+                    "general_session_id": session.id(),
+                }))
+            }
+            MemoryCommand::Search(args) => {
+                let search = memory::Search {
+                    query: args.query,
+                    kind: args.kind,
+                    limit: args.limit,
+                };
+                memory::check_search(&search)?;
+                let found = memory::search(session.service(), &search, within).await?;
+                Ok(json!({"ok": true, "query": search.query, "results": found}))
+            }
+        }
+    };
+    let done = tokio::select! {
+        done = work => done,
+        _ = stop.cancelled() => Err(memory::Problem::ours("CANCELLED", "stopped by a signal before the service answered")),
+    };
+    match done {
+        Ok(value) => {
+            answer(value);
+            crate::shared::log::flush_log();
+            0
+        }
+        Err(problem) if problem.code == "INVALID_INPUT" => refuse(problem, 2),
+        Err(problem) => refuse(problem, 1),
+    }
+}
+
+/// `chat memory write -`: the note from stdin, whole, at most
+/// [`memory::MAX_CONTENT`] bytes of UTF-8.
+async fn read_stdin_note() -> Result<String, memory::Problem> {
+    use std::io::Read;
+    let read = tokio::task::spawn_blocking(|| {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(memory::MAX_CONTENT as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map(|_| bytes)
+    })
+    .await;
+    let bad = |why: String| memory::Problem::ours("INVALID_INPUT", why);
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => return Err(bad(format!("cannot read the note from stdin: {e}"))),
+        Err(e) => return Err(bad(format!("cannot read the note from stdin: {e}"))),
+    };
+    if bytes.len() > memory::MAX_CONTENT {
+        return Err(bad(format!(
+            "the note on stdin is larger than {} bytes",
+            memory::MAX_CONTENT
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| bad("the note on stdin is not UTF-8 text".into()))
 }
 
 fn usage(why: &str) -> u8 {

@@ -1,6 +1,9 @@
 //! Server-sent events as seed 001 streams them: `event:` and `data:` lines,
-//! `:` comments (the heartbeat), a blank line ending each event. Bounded:
-//! a line or an event past the limit is an error, not a growing buffer.
+//! `:` comments (the heartbeat), a blank line ending each event, and the
+//! `id:` a service may add so that a dropped stream can be resumed with
+//! `Last-Event-ID` (the last id set, as the SSE spec keeps it: it carries
+//! over to later events until another `id:` changes it). Bounded: a line
+//! or an event past the limit is an error, not a growing buffer.
 //!
 //! Why ours and not `sse-stream` (0.2.6, already in the lock file through
 //! rmcp; read for issue 24): the stream is a stranger's, and the crate
@@ -19,11 +22,14 @@
 //! around it. What it has that we lack: a lone `\r` as a line end and the
 //! BOM; seed 001 sends neither. TODO: take the crate if it grows limits.
 
-/// One event: its name (`message` when none was given) and its data.
+/// One event: its name (`message` when none was given), its data, and
+/// the stream's last event id when it was dispatched (None: none set, or
+/// set to empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub name: String,
     pub data: String,
+    pub id: Option<String>,
 }
 
 /// Bytes one event may hold.
@@ -34,9 +40,21 @@ pub struct Parser {
     line: Vec<u8>,
     name: Option<String>,
     data: Option<String>,
+    /// The last event id buffer (the spec's): set by `id:`, kept across
+    /// events.
+    last_id: Option<String>,
 }
 
 impl Parser {
+    /// A parser for a stream resumed after event `id` (the last event id
+    /// buffer starts with it, as the spec keeps it across a reconnection).
+    pub fn resuming(id: Option<&str>) -> Self {
+        Self {
+            last_id: id.map(str::to_owned),
+            ..Self::default()
+        }
+    }
+
     /// Feeds `bytes`; the events they complete, or why the stream is bad.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, String> {
         let mut events = Vec::new();
@@ -57,6 +75,7 @@ impl Parser {
                     events.push(Event {
                         name: self.name.take().unwrap_or_else(|| "message".into()),
                         data,
+                        id: self.last_id.clone(),
                     });
                 }
                 self.name = None;
@@ -79,7 +98,12 @@ impl Parser {
                     }
                     data.push_str(value);
                 }
-                _ => {} // id, retry, unknown fields: nothing we use
+                // A NUL makes the spec ignore the field; an empty id
+                // clears the buffer (nothing to resume from).
+                "id" if !value.contains('\0') => {
+                    self.last_id = Some(value.to_owned()).filter(|v| !v.is_empty());
+                }
+                _ => {} // retry (our backoff is the seed's), unknown fields
             }
         }
         Ok(events)
@@ -117,10 +141,29 @@ mod tests {
             events,
             [Event {
                 name: "message".into(),
-                data: "a\nb".into()
+                data: "a\nb".into(),
+                id: None,
             }]
         );
         let mut parser = Parser::default();
         assert!(parser.feed(&vec![b'x'; MAX_EVENT + 1]).is_err());
+    }
+
+    #[test]
+    fn an_id_carries_over_to_later_events_until_changed_or_cleared() {
+        let mut parser = Parser::default();
+        let events = parser
+            .feed(b"id: 1\ndata: a\n\ndata: b\n\nid: 7\ndata: c\n\nid\ndata: d\n\nid: x\0y\ndata: e\n\n")
+            .unwrap();
+        let ids: Vec<Option<&str>> = events.iter().map(|e| e.id.as_deref()).collect();
+        // A bare `id` sets it empty (cleared); one holding a NUL is ignored.
+        assert_eq!(ids, [Some("1"), Some("1"), Some("7"), None, None]);
+        // An id alone, with no data, dispatches nothing but is kept.
+        let mut parser = Parser::default();
+        assert!(parser.feed(b"id: 3\n\n").unwrap().is_empty());
+        assert_eq!(
+            parser.feed(b"data: z\n\n").unwrap()[0].id.as_deref(),
+            Some("3")
+        );
     }
 }

@@ -1,0 +1,104 @@
+//! The conversation's service session (seed 001, `POST /v1/sessions`):
+//! opened once, resumed by the next run. Kept per service and
+//! conversation in `agent-service-sessions.json` in the state directory,
+//! so `chat`'s turns and `chat memory` (another process, later) write in
+//! the same session.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hyper::Method;
+use serde_json::json;
+
+use super::super::http::{Failure, Service};
+
+const FILE: &str = "agent-service-sessions.json";
+
+pub struct Session {
+    service: Service,
+    /// The desktop's conversation id (`jarvis_session_id`).
+    conversation: String,
+    state_dir: PathBuf,
+    current: Mutex<String>,
+}
+
+impl Session {
+    pub fn new(service: Service, conversation: String, state_dir: PathBuf) -> Self {
+        Self {
+            service,
+            conversation,
+            state_dir,
+            current: Mutex::new(String::new()),
+        }
+    }
+
+    pub fn service(&self) -> &Service {
+        &self.service
+    }
+
+    pub fn conversation(&self) -> &str {
+        &self.conversation
+    }
+
+    pub fn state_dir(&self) -> &std::path::Path {
+        &self.state_dir
+    }
+
+    /// The `general_session_id` opened last (empty before [`Self::open`]).
+    pub fn id(&self) -> String {
+        self.current.lock().unwrap().clone()
+    }
+
+    /// `POST /v1/sessions`, resuming the session this conversation had
+    /// (`resume`; a new one otherwise), within `within`. Says so in the
+    /// log when the id is not the one kept; keeps the new one.
+    pub async fn open(&self, resume: bool, within: Duration) -> Result<String, Failure> {
+        let key = format!("{} {}", self.service.shown(), self.conversation);
+        let path = self.state_dir.join(FILE);
+        let mut saved: HashMap<String, String> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let mut body = json!({"jarvis_session_id": self.conversation});
+        if let Some(previous) = saved.get(&key).filter(|_| resume) {
+            body["preferred_session_id"] = json!(previous);
+        }
+        let answer = self
+            .service
+            .json(
+                Method::POST,
+                "/v1/sessions",
+                Some(&body),
+                None,
+                within,
+                super::MAX_ANSWER,
+            )
+            .await?;
+        let Some(id) = answer["general_session_id"]
+            .as_str()
+            .filter(|s| !s.is_empty() && s.len() <= 256)
+        else {
+            return Err(Failure::Status(
+                200,
+                format!(
+                    "the service answered no usable general_session_id: {}",
+                    super::cut(&answer.to_string())
+                ),
+            ));
+        };
+        if saved.get(&key).map(String::as_str) != Some(id) {
+            crate::shared::log::say_as(
+                "chat",
+                &format!("session {id} for conversation {}", self.conversation),
+            );
+        }
+        saved.insert(key, id.to_owned());
+        if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
+            let _ = crate::shared::paths::write_private(&path, &bytes);
+        }
+        *self.current.lock().unwrap() = id.to_owned();
+        Ok(id.to_owned())
+    }
+}
