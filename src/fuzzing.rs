@@ -175,12 +175,35 @@ pub fn sse_stream(data: &[u8]) {
     }
 }
 
-/// A JSON body the `chat` link reads: a `tool.request`'s data (seed 001).
+/// A JSON body the `chat` link reads (seed 001): a `tool.request`'s data,
+/// and the memory's answers, read with every kind of status.
 pub fn agent_service_body(data: &[u8]) {
+    use crate::links::agent_service::memory;
     use crate::links::agent_service::read_tool_request;
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
         return;
     };
+    for status in [200, 404, 500] {
+        if let Ok(path) = memory::read_write_answer(status, &value) {
+            assert!(status == 200 && !path.is_empty(), "a path only from a 2xx");
+        }
+        match memory::read_search_answer(status, &value) {
+            Ok(found) => {
+                assert_eq!(status, 200, "results only from a 2xx");
+                for f in found {
+                    assert!(!f.path.is_empty(), "a result names its file");
+                    if let (Some(start), Some(end)) = (f.line_start, f.line_end) {
+                        assert!(1 <= start && start <= end, "{start}-{end}");
+                    }
+                }
+            }
+            Err(problem) => {
+                // One line for the terminal, whatever the service said.
+                let shown = problem.shown();
+                assert!(!shown.contains(['\n', '\r', '\u{1b}']), "{shown:?}");
+            }
+        }
+    }
     if let Ok((id, risk)) = read_tool_request(value) {
         let _ = (id.len(), risk.len());
     }
