@@ -28,7 +28,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAMES = ["setup", "bridge", "chat", "poll"]
+NAMES = ["setup", "bridge", "chat", "chat_memory", "poll"]
 NOTES = "hello from this machine\n"
 
 
@@ -75,6 +75,21 @@ def check_chat(text, _try):
     read, write = results
     assert read["ok"] is True and read["result"]["content"] == NOTES, read
     assert write["ok"] is False and write["error"].startswith("USER_REJECTED"), write
+    assert lines[3:] == [
+        "saved to long-term memory: memory/MEMORY.md",
+        '1 result for "tea":',
+        "memory/MEMORY.md:1 (score 1)",
+        "    I take my tea green.",
+    ], lines
+
+
+def check_chat_memory(text, _try):
+    written, found = json_lines(text)
+    today = time.strftime("memory/%Y-%m-%d.md", time.gmtime())
+    assert written == {"general_session_id": "g_1", "ok": True, "path": today, "target": "daily"}, written
+    assert found["ok"] is True and found["query"] == "script", found
+    assert found["results"] == [{"excerpt": "Tried the memory from a script.", "line_end": 1,
+                                 "line_start": 1, "path": today, "score": 1.0}], found
 
 
 def check_poll(text, try_dir):
@@ -85,7 +100,8 @@ def check_poll(text, try_dir):
         assert f.read() == "written by the queue"
 
 
-CHECKS = {"setup": lambda text, _try: None, "bridge": check_bridge, "chat": check_chat, "poll": check_poll}
+CHECKS = {"setup": lambda text, _try: None, "bridge": check_bridge, "chat": check_chat,
+          "chat_memory": check_chat_memory, "poll": check_poll}
 
 
 def main():
