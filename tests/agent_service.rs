@@ -855,7 +855,11 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
     // waits for it): it runs on, and its result is posted once.
     let tool = r#"resume-tool run_command safe {"command": ["sh", "-c", "sleep 1; echo kept across the drop"]}"#;
     let lines = ["resume", tool, "resume-refused", "longid"].join("\n");
-    let run = chat.run(&service, &["--allow-command", "run_command"], &(lines + "\n"));
+    let run = chat.run(
+        &service,
+        &["--allow-command", "run_command"],
+        &(lines + "\n"),
+    );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let mut out = run.stdout.lines();
     // Resumed: the text continues where it stopped, said once.
@@ -866,7 +870,10 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
         result["ok"], true,
         "the tool ran on across the resume: {result}"
     );
-    assert_eq!(result["result"]["stdout"], "kept across the drop\n", "{result}");
+    assert_eq!(
+        result["result"]["stdout"], "kept across the drop\n",
+        "{result}"
+    );
     // A service that will not resume, or an id that cannot be sent back:
     // the message is re-sent.
     assert_eq!(

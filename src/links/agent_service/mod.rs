@@ -753,6 +753,11 @@ async fn chat_main(args: crate::cli::ChatArgs, print: fn(&str), stop: Cancellati
             return 1;
         }
     };
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        say(
+            "each line is a message; /help lists the conversation's own commands (/remember, /daily, /search)",
+        );
+    }
     let mut lines = crate::ui::stdin_messages();
     let mut ok = true;
     if let Some(first) = args
