@@ -940,11 +940,31 @@ pub struct MemoryWriteArgs {
     pub common: MemoryCommon,
 
     /// Which memory: the agent's long-term memory, or today's.
-    #[arg(long, value_enum, default_value_t = crate::links::agent_service::memory::Target::LongTerm)]
-    pub target: crate::links::agent_service::memory::Target,
+    #[arg(long, value_enum, default_value_t = MemoryTarget::LongTerm)]
+    pub target: MemoryTarget,
 
     /// The note (`-`: read it from stdin, up to 1 MiB).
     pub content: String,
+}
+
+/// Which memory a note goes to (the seed's `target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MemoryTarget {
+    /// The agent's long-term memory (`memory/MEMORY.md`, nanobot-style).
+    #[value(name = "long_term")]
+    LongTerm,
+    /// Today's daily memory (`memory/YYYY-MM-DD.md`).
+    #[value(name = "daily")]
+    Daily,
+}
+
+impl MemoryTarget {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryTarget::LongTerm => "long_term",
+            MemoryTarget::Daily => "daily",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,20 @@ use std::time::{Duration, Instant};
 
 pub const DISPLAYS: std::ops::RangeInclusive<u32> = 71..=79;
 
+/// Installs Xvfb, x11vnc, xdotool and FFmpeg when missing (as root).
+pub fn install() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        let script =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/desktop.sh");
+        let ok = Command::new("bash").arg(script).status().unwrap().success();
+        assert!(
+            ok,
+            "scripts/desktop.sh could not install the desktop programs"
+        );
+    });
+}
+
 /// One Xvfb, `-noreset`: without it the server resets each time its last
 /// client leaves, and the pointer jumps back to the centre.
 pub struct Xvfb {
@@ -23,6 +37,7 @@ pub struct Xvfb {
 
 impl Xvfb {
     pub fn start(width: u32, height: u32) -> Xvfb {
+        install();
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             for number in DISPLAYS {

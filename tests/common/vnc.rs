@@ -19,18 +19,7 @@ pub struct VncDesktop {
     _dir: tempfile::TempDir,
 }
 
-/// Installs Xvfb, x11vnc, xdotool and FFmpeg when missing (as root).
-pub fn install() {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    DONE.call_once(|| {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/desktop.sh");
-        let ok = Command::new("bash").arg(script).status().unwrap().success();
-        assert!(
-            ok,
-            "scripts/desktop.sh could not install the desktop programs"
-        );
-    });
-}
+pub use super::desktop::install;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

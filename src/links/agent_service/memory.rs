@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::super::http::{Failure, Service, query_component};
 use super::session::Session;
+pub use crate::cli::MemoryTarget as Target;
 
 /// Bytes of a note written.
 pub const MAX_CONTENT: usize = 1 << 20;
@@ -28,26 +29,6 @@ pub const MAX_QUERY: usize = 1000;
 const MAX_KIND: usize = 64;
 /// Characters of a path the service names.
 const MAX_PATH: usize = 4096;
-
-/// Which memory a note goes to (the seed's `target`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Target {
-    /// The agent's long-term memory (`memory/MEMORY.md`, nanobot-style).
-    #[value(name = "long_term")]
-    LongTerm,
-    /// Today's daily memory (`memory/YYYY-MM-DD.md`).
-    #[value(name = "daily")]
-    Daily,
-}
-
-impl Target {
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::LongTerm => "long_term",
-            Target::Daily => "daily",
-        }
-    }
-}
 
 /// Why a memory command did not do its work: the service's own error
 /// (its code, message and details, with the HTTP status), or ours.
