@@ -860,12 +860,15 @@ pub struct BridgeSendArgs {
     pub text: String,
 }
 
-/// `clawbot_router chat [memory write|search]`.
+/// `clawbot_router chat [memory write|search]`. A conversation's own
+/// flags given with `memory` are refused (app: `chat_flag_for_memory`).
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct ChatCommand {
     #[command(subcommand)]
     pub memory: Option<ChatMemory>,
+    /// Global: given before or after `memory write|search`.
+    #[command(flatten)]
+    pub on: AgentService,
     #[command(flatten)]
     pub run: ChatArgs,
 }
@@ -873,8 +876,8 @@ pub struct ChatCommand {
 impl ChatCommand {
     pub fn log(&self) -> LogArgs {
         match &self.memory {
-            Some(ChatMemory::Memory(MemoryCommand::Write(m))) => m.common.log,
-            Some(ChatMemory::Memory(MemoryCommand::Search(m))) => m.common.log,
+            Some(ChatMemory::Memory(MemoryCommand::Write(m))) => m.log,
+            Some(ChatMemory::Memory(MemoryCommand::Search(m))) => m.log,
             None => self.run.log,
         }
     }
@@ -898,50 +901,52 @@ pub enum MemoryCommand {
     Search(MemorySearchArgs),
 }
 
-/// The General Agent Service and the conversation, as `chat` names them.
+/// The General Agent Service, as `chat` and `chat memory` name it.
 #[derive(Debug, Args)]
 pub struct AgentService {
     /// The service's base URL (loopback unless --allow-remote).
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8765")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8765"
+    )]
     pub service: String,
 
-    /// This conversation's id on the desktop side (jarvis_session_id); its
-    /// service session is kept in the state directory and resumed.
-    #[arg(long, value_name = "ID", default_value = "clawbot_router")]
-    pub conversation: String,
-
     /// Allow a service off this machine (https://, or http:// on a private network).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub allow_remote: bool,
 }
 
-/// What both memory commands take.
+/// The most a memory command may take.
 #[derive(Debug, Args)]
-pub struct MemoryCommon {
-    #[command(flatten)]
-    pub on: AgentService,
+pub struct MemoryTimeout {
+    /// The most the whole command may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct MemoryWriteArgs {
+    /// The conversation whose session the note goes in (as `chat
+    /// --conversation`); opened if it has none yet.
+    #[arg(long, value_name = "ID", default_value = "clawbot_router")]
+    pub conversation: String,
 
     /// Where the conversation's session is kept (default:
     /// $XDG_STATE_HOME/clawbot_router or ~/.local/state/clawbot_router).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<std::path::PathBuf>,
 
-    /// The most the whole command may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
-    pub timeout: u64,
-
-    #[command(flatten)]
-    pub log: LogArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct MemoryWriteArgs {
-    #[command(flatten)]
-    pub common: MemoryCommon,
-
     /// Which memory: the agent's long-term memory, or today's.
     #[arg(long, value_enum, default_value_t = MemoryTarget::LongTerm)]
     pub target: MemoryTarget,
+
+    #[command(flatten)]
+    pub timeout: MemoryTimeout,
+
+    #[command(flatten)]
+    pub log: LogArgs,
 
     /// The note (`-`: read it from stdin, up to 1 MiB).
     pub content: String,
@@ -969,9 +974,6 @@ impl MemoryTarget {
 
 #[derive(Debug, Args)]
 pub struct MemorySearchArgs {
-    #[command(flatten)]
-    pub common: MemoryCommon,
-
     /// Only this kind of memory (passed to the service as it is).
     #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,
@@ -980,14 +982,22 @@ pub struct MemorySearchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub limit: Option<u16>,
 
+    #[command(flatten)]
+    pub timeout: MemoryTimeout,
+
+    #[command(flatten)]
+    pub log: LogArgs,
+
     /// What to look for.
     pub query: String,
 }
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    #[command(flatten)]
-    pub on: AgentService,
+    /// This conversation's id on the desktop side (jarvis_session_id); its
+    /// service session is kept in the state directory and resumed.
+    #[arg(long, value_name = "ID", default_value = "clawbot_router")]
+    pub conversation: String,
 
     /// Seconds without any data, heartbeats included, before a stream counts as dead.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]

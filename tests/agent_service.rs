@@ -466,7 +466,7 @@ fn errors_unknown_events_and_a_forgotten_session_are_told_and_survived() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("no longer knew the session"),
+        run.stderr.contains("did not know the session"),
         "{}",
         run.stderr
     );
@@ -533,9 +533,11 @@ impl Chat {
         let mut cmd = common::router();
         cmd.args(["chat", "memory"])
             .args(args)
-            .args(["--service", &service.url])
-            .arg("--state-dir")
-            .arg(&self.state);
+            .args(["--service", &service.url]);
+        // A write keeps its session in the state directory; a search has none.
+        if args.first() == Some(&"write") {
+            cmd.arg("--state-dir").arg(&self.state);
+        }
         let run = common::run_with_stdin(&mut cmd, stdin);
         let value = if run.stdout.is_empty() {
             Value::Null
@@ -589,8 +591,9 @@ fn memory_is_written_and_searched_from_a_script_in_the_conversations_session() {
         writes[1]["body"]["content"], daily,
         "the note whole, as read"
     );
-    // Each memory command resumed the conversation's session, never a new one.
+    // Each write resumed the conversation's session, never a new one.
     let sessions = service.posts("/v1/sessions");
+    assert_eq!(sessions.len(), 3, "the chat's, then one per write");
     assert!(
         sessions[1..]
             .iter()
@@ -691,24 +694,36 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
         run.elapsed
     );
 
-    // A 404 for the session opens a new one and writes there; a 404 for
-    // anything else (the session still known) is told, not retried.
+    // A 404: the session is resumed (the service hands back the one to
+    // use) and the note tried once more there; a second 404 is told.
     let (run, v) = chat.memory(&service, &["write", "nomemory"], b"");
     assert_eq!(run.code, Some(1));
     assert_eq!(v["error"]["code"], "NOT_FOUND");
     assert_eq!(v["error"]["message"], "this service keeps no memory");
     assert_eq!(
         service.posts("/v1/memory/write").len(),
-        2,
-        "broken, nomemory: once each"
+        3,
+        "broken once, nomemory twice"
     );
     let (run, v) = chat.memory(&service, &["write", "forget"], b"");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(v["general_session_id"], "g_2", "{v}");
     let writes = service.posts("/v1/memory/write");
-    assert_eq!(writes.len(), 4);
-    assert_eq!(writes[2]["body"]["general_session_id"], "g_1");
-    assert_eq!(writes[3]["body"]["general_session_id"], "g_2");
+    assert_eq!(writes.len(), 5);
+    assert_eq!(writes[3]["body"]["general_session_id"], "g_1");
+    assert_eq!(writes[4]["body"]["general_session_id"], "g_2");
+    // The service's own words, whatever they are: its INVALID_INPUT is a
+    // failure of the service (exit 1), and a plain-text error keeps its text.
+    let (run, v) = chat.memory(&service, &["write", "theirs"], b"");
+    assert_eq!(run.code, Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "INVALID_INPUT");
+    assert_eq!(v["error"]["status"], 400);
+    let (run, v) = chat.memory(&service, &["search", "plaintext"], b"");
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        v["error"],
+        serde_json::json!({"code": "HTTP_503", "message": "upstream down", "status": 503})
+    );
 
     // Bad input: a clear message in the JSON, exit 2, nothing sent.
     let before = service.log().len();
@@ -720,7 +735,7 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
         (&["search", " "][..], &b""[..], "empty"),
         (&["search", "--kind", "a b", "x"][..], &b""[..], "kind"),
         (
-            &["search", "--conversation", " ", "x"][..],
+            &["write", "--conversation", " ", "x"][..],
             &b""[..],
             "--conversation",
         ),
@@ -758,11 +773,33 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
         &["write", "--target", "weekly", "x"][..],
         &["write"][..],
         &["forget", "x"][..],
+        // A search names no session.
+        &["search", "--conversation", "c", "x"][..],
     ] {
         let (run, v) = chat.memory(&service, args, b"");
         assert_eq!(run.code, Some(2), "{args:?}");
         assert_eq!(v, Value::Null, "{args:?}");
         assert!(run.stderr.starts_with("error:"), "{args:?}: {}", run.stderr);
+    }
+    // A conversation's flag before `memory` is refused, not ignored; the
+    // service's flags go either side.
+    for (args, code) in [
+        (&["--dead-after", "5", "memory", "search", "x"][..], 2),
+        (&["--state-dir", "/tmp", "memory", "search", "x"][..], 2),
+        (&["--service", &service.url, "memory", "search", "x"][..], 0),
+    ] {
+        let mut cmd = common::router();
+        cmd.arg("chat").args(args);
+        let run = common::run(&mut cmd);
+        assert_eq!(run.code, Some(code), "{args:?}: {}", run.stderr);
+        if code == 2 {
+            assert!(
+                run.stderr.contains("is a conversation's flag"),
+                "{}",
+                run.stderr
+            );
+            assert!(run.stdout.is_empty());
+        }
     }
     // Nothing listens: told as such.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -854,7 +891,16 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
     // A tool still running when the stream drops (the service's turn
     // waits for it): it runs on, and its result is posted once.
     let tool = r#"resume-tool run_command safe {"command": ["sh", "-c", "sleep 1; echo kept across the drop"]}"#;
-    let lines = ["resume", tool, "resume-refused", "longid"].join("\n");
+    let lines = [
+        "resume",
+        tool,
+        "resume-refused",
+        "longid",
+        "resume-ignored",
+        "resume-empty",
+        "resume-404",
+    ]
+    .join("\n");
     let run = chat.run(
         &service,
         &["--allow-command", "run_command"],
@@ -875,14 +921,23 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
         "{result}"
     );
     // A service that will not resume, or an id that cannot be sent back:
-    // the message is re-sent.
+    // the message is re-sent. A service that ignores Last-Event-ID runs
+    // the turn again: seen by its first id, followed from the start. A
+    // resume answered with an empty stream, or a 404 (the session
+    // forgotten), re-sends too.
     assert_eq!(
         out.collect::<Vec<_>>(),
         [
             "partial",
             "replayed resume-refused (attempt 2)",
             "partial",
-            "replayed longid (attempt 2)"
+            "replayed longid (attempt 2)",
+            "Hello, ",
+            "Hello, world",
+            "partial",
+            "replayed resume-empty (attempt 2)",
+            "partial",
+            "replayed resume-404 (attempt 2)",
         ]
     );
     let chats: Vec<(String, Value)> = service
@@ -908,6 +963,14 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
         ("resume-refused", Value::Null),
         ("longid", Value::Null),
         ("longid", Value::Null),
+        ("resume-ignored", Value::Null),
+        ("resume-ignored", "1".into()),
+        ("resume-empty", Value::Null),
+        ("resume-empty", "1".into()),
+        ("resume-empty", Value::Null),
+        ("resume-404", Value::Null),
+        ("resume-404", "1".into()),
+        ("resume-404", Value::Null),
     ]
     .into_iter()
     .map(|(t, id)| (t.to_owned(), id))
@@ -922,6 +985,9 @@ fn a_stream_with_event_ids_is_resumed_with_last_event_id_not_resent() {
         "resuming after event \"2\"",
         "would not resume the stream (HTTP 409",
         "cannot be sent back; re-sending",
+        "it started the turn over rather than resuming",
+        "the resumed stream ended without an event",
+        "did not know the session",
     ] {
         assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
     }

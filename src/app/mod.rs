@@ -42,6 +42,9 @@ pub async fn run(args: Vec<OsString>) -> u8 {
         Ok(parsed) => parsed,
         Err(e) => return clap_error(e, &args),
     };
+    if let Some(e) = chat_flag_for_memory(&matches) {
+        return clap_error(e, &args);
+    }
     match cli {
         Cli {
             command: Some(Command::Node(NodeCommand { service, run })),
@@ -136,6 +139,32 @@ fn node_gateway_typed(matches: &ArgMatches) -> bool {
     matches
         .subcommand_matches("node")
         .is_some_and(|node| typed(node) || node.subcommand_matches("install").is_some_and(typed))
+}
+
+/// A conversation's flag given to `chat memory` (`chat --dead-after 5
+/// memory search q`): clap's own conflict error rather than a flag
+/// silently ignored. `--service` and `--allow-remote` belong to both.
+fn chat_flag_for_memory(matches: &ArgMatches) -> Option<clap::Error> {
+    let chat = matches.subcommand_matches("chat")?;
+    chat.subcommand_matches("memory")?;
+    let mut command = Cli::command();
+    command.build();
+    let chat_command = command.find_subcommand_mut("chat")?;
+    let flag = chat_command.get_arguments().find(|a| {
+        let id = a.get_id().as_str();
+        !["service", "allow_remote"].contains(&id)
+            && chat.value_source(id) == Some(ValueSource::CommandLine)
+    })?;
+    let shown = match flag.get_long() {
+        Some(long) => format!("--{long}"),
+        None => format!("[{}]", flag.get_id().as_str().to_uppercase()),
+    };
+    Some(chat_command.error(
+        clap::error::ErrorKind::ArgumentConflict,
+        format!(
+            "{shown} before `memory` is a conversation's flag; `chat memory` takes its own after `memory write` or `memory search`"
+        ),
+    ))
 }
 
 /// `--log-format`, `--log-level`, `--quiet`: set before the mode's first line.

@@ -165,8 +165,9 @@ impl Service {
     }
 
     /// As [`Self::json`], but any status is an answer: the status and the
-    /// body read as JSON (`null` when empty), for a caller that reads the
-    /// service's error model itself.
+    /// body read as JSON (`null` when empty; an error answer that is not
+    /// JSON as a string of its first 500 characters), for a caller that
+    /// reads the service's error model itself.
     pub async fn exchange(
         &self,
         method: hyper::Method,
@@ -185,8 +186,19 @@ impl Service {
             let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Value::Null
             } else {
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| Failure::Status(status, format!("the answer is not JSON ({e})")))?
+                match serde_json::from_slice(&bytes) {
+                    Ok(value) => value,
+                    // An error answer in plain text keeps its words.
+                    Err(_) if !(200..300).contains(&status) => {
+                        Value::String(String::from_utf8_lossy(&bytes).chars().take(500).collect())
+                    }
+                    Err(e) => {
+                        return Err(Failure::Status(
+                            status,
+                            format!("the answer is not JSON ({e})"),
+                        ));
+                    }
+                }
             };
             Ok((status, value))
         };
@@ -245,7 +257,10 @@ fn said(value: &Value) -> String {
         (Some(code), Some(message), _) => format!("{code}: {message}"),
         (None, Some(message), _) => message.to_owned(),
         (_, _, Some(text)) => text.to_owned(),
-        _ => value.to_string(),
+        _ => match value {
+            Value::String(text) => text.clone(),
+            _ => value.to_string(),
+        },
     };
     crate::shared::escape::line(&text.chars().take(500).collect::<String>()).into_owned()
 }

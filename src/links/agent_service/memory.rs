@@ -40,6 +40,10 @@ pub struct Problem {
     pub status: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// The input was wrong and nothing was sent (exit 2); whatever code
+    /// a service uses, its errors are never this.
+    #[serde(skip)]
+    pub bad_input: bool,
 }
 
 impl Problem {
@@ -49,6 +53,15 @@ impl Problem {
             message: message.into(),
             status: None,
             details: None,
+            bad_input: false,
+        }
+    }
+
+    /// The input was wrong: `INVALID_INPUT`, nothing sent.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self {
+            bad_input: true,
+            ..Self::ours("INVALID_INPUT", message)
         }
     }
 
@@ -76,6 +89,23 @@ pub struct Found {
     pub score: Option<f64>,
 }
 
+/// `chat memory write`'s answer.
+#[derive(Debug, Serialize)]
+pub struct Written {
+    pub ok: bool,
+    pub path: String,
+    pub target: &'static str,
+    pub general_session_id: String,
+}
+
+/// `chat memory search`'s answer.
+#[derive(Debug, Serialize)]
+pub struct Searched {
+    pub ok: bool,
+    pub query: String,
+    pub results: Vec<Found>,
+}
+
 /// A search as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Search {
@@ -87,19 +117,13 @@ pub struct Search {
 /// A note worth sending: not blank, at most [`MAX_CONTENT`] bytes.
 pub fn check_content(content: &str) -> Result<(), Problem> {
     if content.trim().is_empty() {
-        return Err(Problem::ours(
-            "INVALID_INPUT",
-            "nothing to write: the note is empty",
-        ));
+        return Err(Problem::input("nothing to write: the note is empty"));
     }
     if content.len() > MAX_CONTENT {
-        return Err(Problem::ours(
-            "INVALID_INPUT",
-            format!(
-                "the note is {} bytes; at most {MAX_CONTENT} are sent",
-                content.len()
-            ),
-        ));
+        return Err(Problem::input(format!(
+            "the note is {} bytes; at most {MAX_CONTENT} are sent",
+            content.len()
+        )));
     }
     Ok(())
 }
@@ -107,7 +131,7 @@ pub fn check_content(content: &str) -> Result<(), Problem> {
 /// A search worth sending: a query of 1 to [`MAX_QUERY`] characters, a
 /// kind of letters, digits, `_`, `-` and `.`, a limit of at least 1.
 pub fn check_search(search: &Search) -> Result<(), Problem> {
-    let bad = |why: String| Err(Problem::ours("INVALID_INPUT", why));
+    let bad = |why: String| Err(Problem::input(why));
     if search.query.trim().is_empty() {
         return bad("nothing to search for: the query is empty".into());
     }
@@ -164,15 +188,14 @@ pub async fn write(
                 )
                 .await
                 .map_err(failed)?;
-            // A 404 may be the session forgotten (the service restarted)
-            // or the endpoint missing: asking to resume tells them apart.
+            // A 404: the session forgotten (the service restarted), or
+            // re-created. Asked to resume it, the service hands back the
+            // one to use; the note is tried once more there, and a second
+            // 404 (an endpoint it does not have) is told.
             if status == 404 && !reopened {
                 reopened = true;
-                let again = session.open(true, each).await.map_err(failed)?;
-                if again != id {
-                    id = again;
-                    continue;
-                }
+                id = session.open(true, each).await.map_err(failed)?;
+                continue;
             }
             return read_write_answer(status, &answer);
         }
@@ -227,25 +250,25 @@ async fn deadline<T>(
 ) -> Result<T, Problem> {
     tokio::time::timeout(within, work)
         .await
-        .unwrap_or_else(|_| {
-            Err(Problem::ours(
-                "TIMEOUT",
-                format!(
-                    "the service did not answer within {} s",
-                    within.as_secs_f64()
-                ),
-            ))
-        })
+        .unwrap_or_else(|_| Err(timed_out(within)))
+}
+
+/// A command that took longer than `within`.
+pub fn timed_out(within: Duration) -> Problem {
+    Problem::ours(
+        "TIMEOUT",
+        format!(
+            "the service did not answer within {} s",
+            within.as_secs_f64()
+        ),
+    )
 }
 
 /// A request that got no usable answer.
 fn failed(failure: Failure) -> Problem {
     match failure {
         Failure::Network(why) => Problem::ours("UNAVAILABLE", why),
-        Failure::Status(status, why) => Problem {
-            status: Some(status),
-            ..Problem::ours("BAD_ANSWER", why)
-        },
+        Failure::Status(status, why) => bad_answer(status, why),
     }
 }
 
@@ -341,17 +364,18 @@ pub fn service_problem(status: u16, answer: &Value) -> Problem {
     let (code, message) = match (error["code"].as_str(), error["message"].as_str()) {
         (Some(code), Some(message)) => (code.to_owned(), message.to_owned()),
         (None, Some(message)) => (format!("HTTP_{status}"), message.to_owned()),
-        _ => match error.as_str() {
-            Some(text) => (format!("HTTP_{status}"), text.to_owned()),
-            None if answer.is_null() => (format!("HTTP_{status}"), "(an empty answer)".into()),
-            None => (format!("HTTP_{status}"), super::cut(&answer.to_string())),
+        _ => match (error.as_str(), answer) {
+            (Some(text), _) => (format!("HTTP_{status}"), text.to_owned()),
+            (None, Value::Null) => (format!("HTTP_{status}"), "(an empty answer)".into()),
+            // A body that is not JSON, as the service wrote it (cut).
+            (None, Value::String(text)) => (format!("HTTP_{status}"), super::cut(text)),
+            (None, _) => (format!("HTTP_{status}"), super::cut(&answer.to_string())),
         },
     };
     Problem {
-        code,
-        message,
         status: Some(status),
         details: error.get("details").filter(|d| !d.is_null()).cloned(),
+        ..Problem::ours(&code, message)
     }
 }
 
@@ -471,6 +495,17 @@ mod tests {
             service_problem(500, &Value::Null).message,
             "(an empty answer)"
         );
+        // A body that is not JSON keeps its words; a service's code is
+        // never taken for bad input of ours.
+        assert_eq!(
+            service_problem(503, &json!("upstream down")).message,
+            "upstream down"
+        );
+        let theirs = service_problem(
+            400,
+            &json!({"error": {"code": "INVALID_INPUT", "message": "m"}}),
+        );
+        assert!(!theirs.bad_input);
         // The terminal gets the words escaped.
         let shown = service_problem(
             500,

@@ -20,14 +20,15 @@
 
 mod lines;
 pub mod memory;
+mod script;
 mod session;
 mod sse;
+mod turn;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_body_util::BodyExt;
 use hyper::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -70,12 +71,6 @@ const MAX_PENDING: usize = 2 * MAX_CALLS;
 const POSTS: usize = 4;
 /// Bytes of streamed text kept to compare with the final text.
 const MAX_DELTAS: usize = 1 << 20;
-/// Reconnecting waits 1 s, doubling to this.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Bytes of an event id resumed from: an id longer than this (or not
-/// printable ASCII) cannot go in a `Last-Event-ID` header, and the
-/// message is re-sent instead.
-const MAX_EVENT_ID: usize = 256;
 
 /// `text` cut to 300 characters, for a line that quotes a service.
 fn cut(text: &str) -> String {
@@ -113,63 +108,6 @@ struct ToolCall {
     risk: String,
     #[serde(default)]
     reason: Option<String>,
-}
-
-/// How a turn's stream ended.
-enum End {
-    /// `assistant.final`, or the service closed it after an `error`.
-    Done,
-    /// Dropped or silent mid-turn: reopen (resume, or re-send).
-    Dropped(String),
-    /// The service would not resume from the last event id: re-send.
-    NoResume(String),
-    /// The service refused the turn: reported, not retried.
-    Refused(String),
-}
-
-/// One turn, across the streams it takes: what was streamed, the last
-/// event id to resume from, and the tool calls it started (which keep
-/// running across a resume: the service's turn is waiting for them).
-struct Turn {
-    text: String,
-    /// The streamed text, to compare with the final; None once it grew
-    /// past MAX_DELTAS (the final is then not printed again).
-    deltas: Option<String>,
-    /// An `error` event came: the stream's end ends the turn.
-    failed: bool,
-    /// The stream's last event id, if one can be resumed from.
-    last_id: Option<String>,
-    tasks: tokio_util::task::TaskTracker,
-    /// Cancels the turn's tool calls: dropped with the turn, or fired
-    /// when the message is re-sent.
-    _cancel_tools: tokio_util::sync::DropGuard,
-    cancel: CancellationToken,
-}
-
-impl Turn {
-    fn new(text: &str, stop: &CancellationToken) -> Self {
-        let cancel = stop.child_token();
-        Self {
-            text: text.to_owned(),
-            deltas: Some(String::new()),
-            failed: false,
-            last_id: None,
-            tasks: tokio_util::task::TaskTracker::new(),
-            _cancel_tools: cancel.clone().drop_guard(),
-            cancel,
-        }
-    }
-
-    /// Starts over for a re-sent message: the earlier attempt's tool
-    /// calls are cancelled (not run afresh: see [`Chat::once`]).
-    fn restart(&mut self, stop: &CancellationToken) {
-        *self = Self::new(&self.text, stop);
-    }
-}
-
-/// `id` if it can be sent back as `Last-Event-ID`.
-fn resumable(id: &str) -> bool {
-    !id.is_empty() && id.len() <= MAX_EVENT_ID && id.bytes().all(|b| (b' '..=b'~').contains(&b))
 }
 
 pub struct Chat {
@@ -245,181 +183,6 @@ impl Chat {
 
     fn session(&self) -> String {
         self.session.id()
-    }
-
-    /// After a 404: whether the service forgot the session (a new one is
-    /// open now) rather than refusing for another reason.
-    async fn session_was_forgotten(&self) -> Result<bool, String> {
-        let before = self.session();
-        let now = self
-            .session
-            .open(true, REQUEST_WITHIN)
-            .await
-            .map_err(|e| format!("cannot open a session: {e}"))?;
-        Ok(now != before)
-    }
-
-    /// One user message, to the end of its turn: after a drop, resumed
-    /// from the last event id if the service sent ids (and takes
-    /// `Last-Event-ID`), else re-sent; 1 s, doubling to 30 s, until it
-    /// ends or `stop`.
-    pub async fn turn(self: &Arc<Self>, text: &str, stop: &CancellationToken) -> bool {
-        let mut wait = Duration::from_secs(1);
-        let mut turn = Turn::new(text, stop);
-        let mut resume = None;
-        loop {
-            let end = tokio::select! {
-                end = self.stream(&mut turn, resume.as_deref()) => end,
-                _ = stop.cancelled() => return false,
-            };
-            match end {
-                End::Done => return true,
-                End::Refused(why) => {
-                    error(&format!("the service refused the message: {why}"));
-                    return false;
-                }
-                End::NoResume(why) => {
-                    self.end_line();
-                    warn(&format!(
-                        "the service would not resume the stream ({why}); re-sending the message"
-                    ));
-                    turn.restart(stop);
-                    resume = None;
-                }
-                End::Dropped(why) => {
-                    resume = turn.last_id.clone().filter(|id| resumable(id));
-                    let next = match (&resume, &turn.last_id) {
-                        (Some(id), _) => format!("resuming after event {id:?}"),
-                        (None, Some(_)) => {
-                            "its last event id cannot be sent back; re-sending the message".into()
-                        }
-                        (None, None) => "re-sending the message".into(),
-                    };
-                    if resume.is_none() {
-                        // What the lost attempt printed stays on a line of its own.
-                        self.end_line();
-                        turn.restart(stop);
-                    }
-                    warn(&format!(
-                        "the stream dropped mid-turn ({why}); {next} in {} s",
-                        wait.as_secs()
-                    ));
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = stop.cancelled() => return false,
-                    }
-                    wait = (wait * 2).min(MAX_BACKOFF);
-                }
-            }
-        }
-    }
-
-    /// One stream of `turn`: the message sent (with `Last-Event-ID` when
-    /// resuming), read to its end.
-    async fn stream(self: &Arc<Self>, turn: &mut Turn, resume: Option<&str>) -> End {
-        let body = json!({
-            "general_session_id": self.session(),
-            "mode": "general",
-            "message": {"parts": [{"type": "text", "text": turn.text}]},
-            "stream": true,
-        });
-        let headers = resume
-            .map(|id| vec![("last-event-id", id.to_owned())])
-            .unwrap_or_default();
-        let service = self.service().with_headers(headers);
-        let sent = service.send(
-            Method::POST,
-            "/v1/chat",
-            Some(&body),
-            None,
-            "text/event-stream",
-        );
-        let (status, mut body) = match tokio::time::timeout(REQUEST_WITHIN, sent).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(why)) => return End::Dropped(why),
-            Err(_) => return End::Dropped("no answer to POST /v1/chat in time".into()),
-        };
-        if !(200..300).contains(&status) {
-            let said =
-                tokio::time::timeout(REQUEST_WITHIN, super::http::read_all(body, MAX_ANSWER))
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or_default();
-            let said = cut(&String::from_utf8_lossy(&said));
-            return match status {
-                // The service forgot the session (restarted): a new one.
-                404 => match self.session_was_forgotten().await {
-                    Ok(true) => End::Dropped(
-                        "the service no longer knew the session; opened a new one".into(),
-                    ),
-                    Ok(false) if resume.is_some() => {
-                        End::NoResume(format!("HTTP {status}: {said}"))
-                    }
-                    Ok(false) => End::Refused(format!("HTTP {status}: {said}")),
-                    Err(why) => End::Refused(why),
-                },
-                500.. => End::Dropped(format!("HTTP {status}: {said}")),
-                _ if resume.is_some() => End::NoResume(format!("HTTP {status}: {said}")),
-                _ => End::Refused(format!("HTTP {status}: {said}")),
-            };
-        }
-        // The spec's last event id carries over a reconnection.
-        let mut parser = sse::Parser::resuming(resume);
-        loop {
-            let frame = match tokio::time::timeout(self.options.dead_after, body.frame()).await {
-                Err(_) => {
-                    return End::Dropped(format!(
-                        "no data for {} s, not even a heartbeat",
-                        self.options.dead_after.as_secs()
-                    ));
-                }
-                Ok(None) if turn.failed => return End::Done,
-                Ok(None) => return End::Dropped("the stream ended before assistant.final".into()),
-                Ok(Some(Err(e))) => return End::Dropped(format!("the stream broke: {e}")),
-                Ok(Some(Ok(frame))) => frame,
-            };
-            let Some(bytes) = frame.data_ref() else {
-                continue;
-            };
-            let events = match parser.feed(bytes) {
-                Ok(events) => events,
-                Err(why) => return End::Dropped(why),
-            };
-            for event in events {
-                turn.last_id = event.id.clone();
-                if event.name == "tool.request" {
-                    // Held requests are bounded: wait here, unread, for one to end.
-                    let Ok(held) = Arc::clone(&self.pending).acquire_owned().await else {
-                        continue;
-                    };
-                    let chat = Arc::clone(self);
-                    let cancel = turn.cancel.child_token();
-                    let data = event.data;
-                    turn.tasks.spawn(async move {
-                        let _held = held;
-                        chat.tool(&data, cancel).await
-                    });
-                    continue;
-                }
-                match self.event(&event, &mut turn.deltas) {
-                    Some(Step::Final(text)) => {
-                        // The final text, unless the deltas already said it.
-                        if turn.deltas.as_ref().is_some_and(|d| *d != text) {
-                            self.end_line();
-                            self.print(&text);
-                        }
-                        self.end_line();
-                        turn.tasks.close();
-                        let _ =
-                            tokio::time::timeout(Duration::from_secs(5), turn.tasks.wait()).await;
-                        return End::Done;
-                    }
-                    Some(Step::Failed) => turn.failed = true,
-                    None => {}
-                }
-            }
-        }
     }
 
     /// Prints the assistant's `text` (escaped for the terminal).
@@ -708,18 +471,21 @@ pub async fn main(
     stop: CancellationToken,
 ) -> u8 {
     match command.memory {
-        Some(crate::cli::ChatMemory::Memory(memory)) => memory_main(memory, print, stop).await,
-        None => chat_main(command.run, print, stop).await,
+        Some(crate::cli::ChatMemory::Memory(memory)) => {
+            script::main(memory, &command.on, print, stop).await
+        }
+        None => chat_main(command.run, &command.on, print, stop).await,
     }
 }
 
 /// The conversation's session with the service `on` names (not opened).
 fn session_for(
     on: &crate::cli::AgentService,
+    conversation: &str,
     state_dir: std::path::PathBuf,
 ) -> Result<Session, String> {
     let service = Service::parse(&on.service, on.allow_remote)?;
-    let conversation = on.conversation.trim().to_owned();
+    let conversation = conversation.trim().to_owned();
     if conversation.is_empty()
         || conversation.len() > 256
         || conversation.chars().any(char::is_control)
@@ -731,8 +497,13 @@ fn session_for(
 
 /// The first message (if given), then each line of stdin: a turn each,
 /// or one of the conversation's own commands (`lines`).
-async fn chat_main(args: crate::cli::ChatArgs, print: fn(&str), stop: CancellationToken) -> u8 {
-    let session = match session_for(&args.on, args.hands.state_dir()) {
+async fn chat_main(
+    args: crate::cli::ChatArgs,
+    on: &crate::cli::AgentService,
+    print: fn(&str),
+    stop: CancellationToken,
+) -> u8 {
+    let session = match session_for(on, &args.conversation, args.hands.state_dir()) {
         Ok(session) => session,
         Err(why) => return usage(&why),
     };
@@ -825,106 +596,6 @@ impl Chat {
             _ = stop.cancelled() => false,
         }
     }
-}
-
-/// `chat memory write|search`: one request, its answer as one JSON object
-/// on stdout; 0 done, 1 the service (or the way to it) failed, 2 the
-/// input was wrong.
-async fn memory_main(
-    command: crate::cli::MemoryCommand,
-    print: fn(&str),
-    stop: CancellationToken,
-) -> u8 {
-    use crate::cli::MemoryCommand;
-    let common = match &command {
-        MemoryCommand::Write(args) => &args.common,
-        MemoryCommand::Search(args) => &args.common,
-    };
-    let state_dir = common
-        .state_dir
-        .clone()
-        .unwrap_or_else(crate::shared::paths::default_state_dir);
-    let within = Duration::from_secs(common.timeout);
-    let answer = |value: Value| print(&format!("{value}\n"));
-    let refuse = |problem: memory::Problem, code: u8| {
-        crate::shared::log::tell("chat", &problem.shown());
-        answer(json!({"ok": false, "error": problem}));
-        crate::shared::log::flush_log();
-        code
-    };
-    let session = match session_for(&common.on, state_dir) {
-        Ok(session) => session,
-        Err(why) => return refuse(memory::Problem::ours("INVALID_INPUT", why), 2),
-    };
-    let work = async {
-        match command {
-            MemoryCommand::Write(args) => {
-                let content = match args.content.as_str() {
-                    "-" => read_stdin_note().await?,
-                    _ => args.content,
-                };
-                memory::check_content(&content)?;
-                let path = memory::write(&session, args.target, &content, within).await?;
-                Ok(json!({
-                    "ok": true,
-                    "path": path,
-                    "target": args.target.name(),
-                    "general_session_id": session.id(),
-                }))
-            }
-            MemoryCommand::Search(args) => {
-                let search = memory::Search {
-                    query: args.query,
-                    kind: args.kind,
-                    limit: args.limit,
-                };
-                memory::check_search(&search)?;
-                let found = memory::search(session.service(), &search, within).await?;
-                Ok(json!({"ok": true, "query": search.query, "results": found}))
-            }
-        }
-    };
-    let done = tokio::select! {
-        done = work => done,
-        _ = stop.cancelled() => Err(memory::Problem::ours("CANCELLED", "stopped by a signal before the service answered")),
-    };
-    match done {
-        Ok(value) => {
-            answer(value);
-            crate::shared::log::flush_log();
-            0
-        }
-        Err(problem) if problem.code == "INVALID_INPUT" => refuse(problem, 2),
-        Err(problem) => refuse(problem, 1),
-    }
-}
-
-/// `chat memory write -`: the note from stdin, whole, at most
-/// [`memory::MAX_CONTENT`] bytes of UTF-8.
-async fn read_stdin_note() -> Result<String, memory::Problem> {
-    use std::io::Read;
-    let read = tokio::task::spawn_blocking(|| {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .take(memory::MAX_CONTENT as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map(|_| bytes)
-    })
-    .await;
-    let bad = |why: String| memory::Problem::ours("INVALID_INPUT", why);
-    let bytes = match read {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) => return Err(bad(format!("cannot read the note from stdin: {e}"))),
-        Err(e) => return Err(bad(format!("cannot read the note from stdin: {e}"))),
-    };
-    if bytes.len() > memory::MAX_CONTENT {
-        return Err(bad(format!(
-            "the note on stdin is larger than {} bytes",
-            memory::MAX_CONTENT
-        )));
-    }
-    String::from_utf8(bytes).map_err(|_| bad("the note on stdin is not UTF-8 text".into()))
 }
 
 fn usage(why: &str) -> u8 {

@@ -55,14 +55,9 @@ impl Session {
     /// (`resume`; a new one otherwise), within `within`. Says so in the
     /// log when the id is not the one kept; keeps the new one.
     pub async fn open(&self, resume: bool, within: Duration) -> Result<String, Failure> {
-        let key = format!("{} {}", self.service.shown(), self.conversation);
-        let path = self.state_dir.join(FILE);
-        let mut saved: HashMap<String, String> = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let key = self.key();
         let mut body = json!({"jarvis_session_id": self.conversation});
-        if let Some(previous) = saved.get(&key).filter(|_| resume) {
+        if let Some(previous) = self.saved().remove(&key).filter(|_| resume) {
             body["preferred_session_id"] = json!(previous);
         }
         let answer = self
@@ -88,17 +83,51 @@ impl Session {
                 ),
             ));
         };
-        if saved.get(&key).map(String::as_str) != Some(id) {
-            crate::shared::log::say_as(
-                "chat",
-                &format!("session {id} for conversation {}", self.conversation),
-            );
-        }
-        saved.insert(key, id.to_owned());
-        if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
-            let _ = crate::shared::paths::write_private(&path, &bytes);
-        }
+        self.keep(&key, id);
         *self.current.lock().unwrap() = id.to_owned();
         Ok(id.to_owned())
+    }
+
+    fn key(&self) -> String {
+        format!("{} {}", self.service.shown(), self.conversation)
+    }
+
+    fn path(&self) -> PathBuf {
+        self.state_dir.join(FILE)
+    }
+
+    /// Every conversation's kept session (none if the file is unreadable).
+    fn saved(&self) -> HashMap<String, String> {
+        std::fs::read(self.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `id` for `key`. The file is shared by every conversation and
+    /// process (a running `chat` and a `chat memory` script): it is read,
+    /// changed and replaced under a lock, so no process drops another's.
+    fn keep(&self, key: &str, id: &str) {
+        let _ = crate::shared::paths::create_private_dir(&self.state_dir);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path().with_extension("lock"));
+        // Held for a read and a write of a small file; without a lock (a
+        // filesystem that has none) the write still happens.
+        let _held = lock.ok().filter(|f| f.lock().is_ok());
+        let mut saved = self.saved();
+        if saved.get(key).map(String::as_str) == Some(id) {
+            return;
+        }
+        crate::shared::log::say_as(
+            "chat",
+            &format!("session {id} for conversation {}", self.conversation),
+        );
+        saved.insert(key.to_owned(), id.to_owned());
+        if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
+            let _ = crate::shared::paths::write_private(&self.path(), &bytes);
+        }
     }
 }

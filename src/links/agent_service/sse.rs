@@ -30,6 +30,9 @@ pub struct Event {
     pub name: String,
     pub data: String,
     pub id: Option<String>,
+    /// The event set its id itself (an `id:` line of its own), rather
+    /// than carrying over an earlier one.
+    pub own_id: bool,
 }
 
 /// Bytes one event may hold.
@@ -43,6 +46,8 @@ pub struct Parser {
     /// The last event id buffer (the spec's): set by `id:`, kept across
     /// events.
     last_id: Option<String>,
+    /// An `id:` line came since the last event.
+    id_set: bool,
 }
 
 impl Parser {
@@ -76,9 +81,11 @@ impl Parser {
                         name: self.name.take().unwrap_or_else(|| "message".into()),
                         data,
                         id: self.last_id.clone(),
+                        own_id: self.id_set,
                     });
                 }
                 self.name = None;
+                self.id_set = false;
                 continue;
             }
             if line.starts_with(':') {
@@ -102,6 +109,7 @@ impl Parser {
                 // clears the buffer (nothing to resume from).
                 "id" if !value.contains('\0') => {
                     self.last_id = Some(value.to_owned()).filter(|v| !v.is_empty());
+                    self.id_set = true;
                 }
                 _ => {} // retry (our backoff is the seed's), unknown fields
             }
@@ -143,6 +151,7 @@ mod tests {
                 name: "message".into(),
                 data: "a\nb".into(),
                 id: None,
+                own_id: false,
             }]
         );
         let mut parser = Parser::default();
@@ -158,6 +167,8 @@ mod tests {
         let ids: Vec<Option<&str>> = events.iter().map(|e| e.id.as_deref()).collect();
         // A bare `id` sets it empty (cleared); one holding a NUL is ignored.
         assert_eq!(ids, [Some("1"), Some("1"), Some("7"), None, None]);
+        let own: Vec<bool> = events.iter().map(|e| e.own_id).collect();
+        assert_eq!(own, [true, false, true, true, false]);
         // An id alone, with no data, dispatches nothing but is kept.
         let mut parser = Parser::default();
         assert!(parser.feed(b"id: 3\n\n").unwrap().is_empty());
