@@ -677,6 +677,7 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
     );
     let (run, v) = chat.memory(&service, &["search", "huge"], b"");
     assert_eq!(run.code, Some(1));
+    assert_eq!(v["error"]["code"], "BAD_ANSWER");
     assert!(
         v["error"]["message"]
             .as_str()
@@ -684,6 +685,15 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
             .contains("larger than"),
         "{v}"
     );
+    // What the service wrote reaches stdout inert, the same JSON value.
+    let (run, v) = chat.memory(&service, &["search", "escape"], b"");
+    assert_eq!(run.code, Some(0));
+    assert!(
+        !run.stdout.contains(['\u{1b}', '\r', '\u{202e}', '\u{7}']),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(v["results"][0]["path"], "memory/\u{1b}[2Jx\u{202e}.md");
     // One deadline for the whole command.
     let (run, v) = chat.memory(&service, &["search", "--timeout", "1", "slow"], b"");
     assert_eq!(run.code, Some(1));

@@ -182,7 +182,11 @@ impl Service {
                 .send(method, path, body, bearer, "application/json")
                 .await
                 .map_err(Failure::Network)?;
-            let bytes = read_all(body, max).await.map_err(Failure::Network)?;
+            // Too large is the service's answer (its fault); broken, the way.
+            let bytes = read_all(body, max).await.map_err(|e| match e {
+                Unread::Broken(why) => Failure::Network(why),
+                Unread::TooLarge(why) => Failure::Status(status, why),
+            })?;
             let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Value::Null
             } else {
@@ -279,14 +283,24 @@ pub fn query_component(text: &str) -> String {
     out
 }
 
+/// Why a body was not read whole.
+pub enum Unread {
+    /// The connection broke off.
+    Broken(String),
+    /// The service answered more than it may.
+    TooLarge(String),
+}
+
 /// The whole body, or an error past `max` bytes.
-pub async fn read_all(mut body: Incoming, max: usize) -> Result<Vec<u8>, String> {
+pub async fn read_all(mut body: Incoming, max: usize) -> Result<Vec<u8>, Unread> {
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("the answer broke off: {e}"))?;
+        let frame = frame.map_err(|e| Unread::Broken(format!("the answer broke off: {e}")))?;
         if let Some(data) = frame.data_ref() {
             if bytes.len() + data.len() > max {
-                return Err(format!("the answer is larger than {max} bytes"));
+                return Err(Unread::TooLarge(format!(
+                    "the answer is larger than {max} bytes"
+                )));
             }
             bytes.extend_from_slice(data);
         }

@@ -31,6 +31,26 @@ pub fn text(text: &str) -> Cow<'_, str> {
     escaped(text, |c| c != '\n' && c != '\t')
 }
 
+/// `json` (a serialized JSON text) with every character a terminal could
+/// act on written as a JSON `\uXXXX` escape: the same JSON value, inert
+/// on a terminal. serde_json escapes C0 controls itself; C1 controls, DEL,
+/// bidi controls and the line separators it leaves as they are.
+pub fn json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(acts_on_a_terminal) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if acts_on_a_terminal(c) {
+            // Every such character is in the Basic Multilingual Plane.
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Whether a terminal could act on `c`: C0, DEL and C1 controls, the
 /// bidirectional formatting characters (embeddings, overrides, isolates,
 /// marks) and the Unicode line and paragraph separators.
@@ -72,6 +92,20 @@ fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_keeps_its_value_and_loses_what_a_terminal_acts_on() {
+        let value = serde_json::json!({"p": "a\u{202e}b\u{9b}c\u{7f}d\u{2028}e\u{1b}f\n"});
+        let text = serde_json::to_string(&value).unwrap();
+        let shown = json(&text);
+        assert!(!shown.chars().any(acts_on_a_terminal), "{shown}");
+        assert!(
+            shown.contains("\\u202e") && shown.contains("\\u009b"),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
+    }
 
     #[test]
     fn escape_sequences_controls_and_bidi_are_shown_not_obeyed() {

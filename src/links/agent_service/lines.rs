@@ -69,7 +69,7 @@ fn search(mut rest: &str) -> Line {
                 let (value, after) = after
                     .split_once(char::is_whitespace)
                     .map_or((after, ""), |(v, r)| (v, r.trim_start()));
-                if value.is_empty() {
+                if value.is_empty() || value.starts_with("--") {
                     return Line::Wrong(format!("/search {word} needs a value"));
                 }
                 if word == "--kind" {

@@ -170,7 +170,7 @@ pub async fn write(
     let work = async {
         let mut id = match session.id() {
             id if !id.is_empty() => id,
-            _ => session.open(true, each).await.map_err(failed)?,
+            _ => session.open(true, each).await?,
         };
         let mut reopened = false;
         loop {
@@ -194,7 +194,7 @@ pub async fn write(
             // 404 (an endpoint it does not have) is told.
             if status == 404 && !reopened {
                 reopened = true;
-                id = session.open(true, each).await.map_err(failed)?;
+                id = session.open(true, each).await?;
                 continue;
             }
             return read_write_answer(status, &answer);
@@ -258,14 +258,14 @@ pub fn timed_out(within: Duration) -> Problem {
     Problem::ours(
         "TIMEOUT",
         format!(
-            "the service did not answer within {} s",
+            "the command did not finish within {} s",
             within.as_secs_f64()
         ),
     )
 }
 
 /// A request that got no usable answer.
-fn failed(failure: Failure) -> Problem {
+pub(super) fn failed(failure: Failure) -> Problem {
     match failure {
         Failure::Network(why) => Problem::ours("UNAVAILABLE", why),
         Failure::Status(status, why) => bad_answer(status, why),
@@ -349,7 +349,7 @@ fn read_found(result: &Value) -> Result<Found, String> {
     Ok(found)
 }
 
-fn bad_answer(status: u16, why: String) -> Problem {
+pub(super) fn bad_answer(status: u16, why: String) -> Problem {
     Problem {
         status: Some(status),
         ..Problem::ours("BAD_ANSWER", why)

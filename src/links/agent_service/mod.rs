@@ -163,7 +163,7 @@ impl Chat {
         session
             .open(true, REQUEST_WITHIN)
             .await
-            .map_err(|e| format!("cannot open a session: {e}"))?;
+            .map_err(|e| format!("cannot open a session: {}", e.shown()))?;
         Ok(Arc::new(Self {
             options,
             tools,
@@ -490,7 +490,7 @@ fn session_for(
         || conversation.len() > 256
         || conversation.chars().any(char::is_control)
     {
-        return Err("--conversation is 1 to 256 printable characters".into());
+        return Err("--conversation is 1 to 256 bytes of printable text".into());
     }
     Ok(Session::new(service, conversation, state_dir))
 }

@@ -52,8 +52,11 @@ struct Refused<'a> {
     error: &'a Problem,
 }
 
+/// One JSON line: what the service wrote may reach a terminal inside
+/// it, so bidi and C1 controls are escaped too (the same value).
 fn print_json(print: fn(&str), value: &impl serde::Serialize) {
-    print(&(serde_json::to_string(value).expect("plain data") + "\n"));
+    let text = serde_json::to_string(value).expect("plain data");
+    print(&(crate::shared::escape::json(&text).into_owned() + "\n"));
 }
 
 async fn run(

@@ -12,7 +12,8 @@ use std::time::Duration;
 use hyper::Method;
 use serde_json::json;
 
-use super::super::http::{Failure, Service};
+use super::super::http::Service;
+use super::memory::{self, Problem};
 
 const FILE: &str = "agent-service-sessions.json";
 
@@ -54,15 +55,15 @@ impl Session {
     /// `POST /v1/sessions`, resuming the session this conversation had
     /// (`resume`; a new one otherwise), within `within`. Says so in the
     /// log when the id is not the one kept; keeps the new one.
-    pub async fn open(&self, resume: bool, within: Duration) -> Result<String, Failure> {
+    pub async fn open(&self, resume: bool, within: Duration) -> Result<String, Problem> {
         let key = self.key();
         let mut body = json!({"jarvis_session_id": self.conversation});
         if let Some(previous) = self.saved().remove(&key).filter(|_| resume) {
             body["preferred_session_id"] = json!(previous);
         }
-        let answer = self
+        let (status, answer) = self
             .service
-            .json(
+            .exchange(
                 Method::POST,
                 "/v1/sessions",
                 Some(&body),
@@ -70,13 +71,17 @@ impl Session {
                 within,
                 super::MAX_ANSWER,
             )
-            .await?;
+            .await
+            .map_err(memory::failed)?;
+        if !(200..300).contains(&status) {
+            return Err(memory::service_problem(status, &answer));
+        }
         let Some(id) = answer["general_session_id"]
             .as_str()
             .filter(|s| !s.is_empty() && s.len() <= 256)
         else {
-            return Err(Failure::Status(
-                200,
+            return Err(memory::bad_answer(
+                status,
                 format!(
                     "the service answered no usable general_session_id: {}",
                     super::cut(&answer.to_string())
@@ -126,8 +131,17 @@ impl Session {
             &format!("session {id} for conversation {}", self.conversation),
         );
         saved.insert(key.to_owned(), id.to_owned());
-        if let Ok(bytes) = serde_json::to_vec_pretty(&saved) {
-            let _ = crate::shared::paths::write_private(&self.path(), &bytes);
+        let written = serde_json::to_vec_pretty(&saved)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| crate::shared::paths::write_private(&self.path(), &bytes));
+        if let Err(e) = written {
+            crate::shared::log::warn_as(
+                "chat",
+                &format!(
+                    "cannot keep session {id} in {}: {e}; the next run opens a new one",
+                    self.path().display()
+                ),
+            );
         }
     }
 }

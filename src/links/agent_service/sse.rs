@@ -29,7 +29,9 @@
 pub struct Event {
     pub name: String,
     pub data: String,
-    pub id: Option<String>,
+    /// Shared, not copied: one long id carried over by many events costs
+    /// its bytes once.
+    pub id: Option<std::sync::Arc<str>>,
     /// The event set its id itself (an `id:` line of its own), rather
     /// than carrying over an earlier one.
     pub own_id: bool,
@@ -45,7 +47,7 @@ pub struct Parser {
     data: Option<String>,
     /// The last event id buffer (the spec's): set by `id:`, kept across
     /// events.
-    last_id: Option<String>,
+    last_id: Option<std::sync::Arc<str>>,
     /// An `id:` line came since the last event.
     id_set: bool,
 }
@@ -55,7 +57,7 @@ impl Parser {
     /// buffer starts with it, as the spec keeps it across a reconnection).
     pub fn resuming(id: Option<&str>) -> Self {
         Self {
-            last_id: id.map(str::to_owned),
+            last_id: id.map(std::sync::Arc::from),
             ..Self::default()
         }
     }
@@ -108,7 +110,9 @@ impl Parser {
                 // A NUL makes the spec ignore the field; an empty id
                 // clears the buffer (nothing to resume from).
                 "id" if !value.contains('\0') => {
-                    self.last_id = Some(value.to_owned()).filter(|v| !v.is_empty());
+                    self.last_id = Some(value)
+                        .filter(|v| !v.is_empty())
+                        .map(std::sync::Arc::from);
                     self.id_set = true;
                 }
                 _ => {} // retry (our backoff is the seed's), unknown fields

@@ -2,7 +2,7 @@
 //! (seed 001's resilience contract and its post-MVP `Last-Event-ID`).
 //!
 //! A stream that drops or falls silent is reopened after 1 s, doubling to
-//! 30 s (back to 1 s once a stream brought events). If the service gave
+//! 30 s with each drop of the turn. If the service gave
 //! its events ids, the same `POST /v1/chat` goes again with
 //! `Last-Event-ID` — the SSE spec's reconnection — and the turn goes on:
 //! its text so far stays, its tool calls keep running (the service's turn
@@ -63,9 +63,9 @@ struct Turn {
     /// An `error` event came: the stream's end ends the turn.
     failed: bool,
     /// The stream's last event id, if any.
-    last_id: Option<String>,
+    last_id: Option<Arc<str>>,
     /// The ids events set in this turn (at most MAX_SEEN).
-    seen: HashSet<String>,
+    seen: HashSet<Arc<str>>,
     /// Events the current stream brought.
     events: usize,
     tasks: tokio_util::task::TaskTracker,
@@ -98,7 +98,10 @@ impl Turn {
 
     /// The id to resume from, if it can be sent back.
     fn resume_id(&self) -> Option<String> {
-        self.last_id.clone().filter(|id| resumable(id))
+        self.last_id
+            .as_deref()
+            .filter(|id| resumable(id))
+            .map(str::to_owned)
     }
 }
 
@@ -120,8 +123,10 @@ impl Chat {
                 end = self.stream(&mut turn, resume.as_deref()) => end,
                 _ = stop.cancelled() => return false,
             };
+            // Progress forgives quiet resumes; the wait still doubles with
+            // every drop of the turn (the seed's backoff on repeated
+            // failures), so no service can have the turn retried faster.
             if turn.events > 0 {
-                wait = Duration::from_secs(1);
                 quiet_resumes = 0;
             }
             let why = match end {
@@ -137,7 +142,8 @@ impl Chat {
                     reopened = true;
                     if let Err(e) = self.session.open(true, REQUEST_WITHIN).await {
                         error(&format!(
-                            "the service refused the message ({why}); cannot open a session: {e}"
+                            "the service refused the message ({why}); cannot open a session: {}",
+                            e.shown()
                         ));
                         return false;
                     }
@@ -152,10 +158,15 @@ impl Chat {
                     return false;
                 }
                 End::NoResume(why) => {
-                    warn(&format!(
-                        "the service would not resume the stream ({why}); re-sending the message"
-                    ));
                     self.start_over(&mut turn, &mut resume);
+                    quiet_resumes = 0;
+                    warn(&format!(
+                        "the service would not resume the stream ({why}); re-sending the message in {} s",
+                        wait.as_secs()
+                    ));
+                    if !self.back_off(&mut wait, stop).await {
+                        return false;
+                    }
                     continue;
                 }
                 End::Dropped(why) => why,
@@ -184,12 +195,20 @@ impl Chat {
                 "the stream dropped mid-turn ({why}); {next} in {} s",
                 wait.as_secs()
             ));
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stop.cancelled() => return false,
+            if !self.back_off(&mut wait, stop).await {
+                return false;
             }
-            wait = (wait * 2).min(MAX_BACKOFF);
         }
+    }
+
+    /// Waits `wait` (false if stopped first), then doubles it up to 30 s.
+    async fn back_off(&self, wait: &mut Duration, stop: &CancellationToken) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(*wait) => {}
+            _ = stop.cancelled() => return false,
+        }
+        *wait = (*wait * 2).min(MAX_BACKOFF);
+        true
     }
 
     /// The message goes again from the start: what the lost attempt
