@@ -665,26 +665,18 @@ fn memory_errors_keep_the_services_words_and_bad_input_never_reaches_it() {
         assert_eq!(v["error"]["details"]["retry_after_ms"], 1000);
     }
     // Answers of another shape, or too large, are refused, not half-shown.
-    let (run, v) = chat.memory(&service, &["search", "malformed"], b"");
-    assert_eq!(run.code, Some(1));
-    assert_eq!(v["error"]["code"], "BAD_ANSWER");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("results[0].line_start"),
-        "{v}"
-    );
-    let (run, v) = chat.memory(&service, &["search", "huge"], b"");
-    assert_eq!(run.code, Some(1));
-    assert_eq!(v["error"]["code"], "BAD_ANSWER");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("larger than"),
-        "{v}"
-    );
+    for (query, says) in [
+        ("malformed", "results[0].line_start"),
+        ("huge", "larger than"),
+    ] {
+        let (run, v) = chat.memory(&service, &["search", query], b"");
+        assert_eq!(run.code, Some(1));
+        assert_eq!(v["error"]["code"], "BAD_ANSWER");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{v}"
+        );
+    }
     // What the service wrote reaches stdout inert, the same JSON value.
     let (run, v) = chat.memory(&service, &["search", "escape"], b"");
     assert_eq!(run.code, Some(0));
