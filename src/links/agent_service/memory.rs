@@ -157,8 +157,8 @@ pub fn check_search(search: &Search) -> Result<(), Problem> {
 }
 
 /// Writes `content` to `target` memory in the conversation's session
-/// (opened, or resumed, first); the path the service names. All of it
-/// within `within`.
+/// (opened, or resumed, first); the path the service names. Each request
+/// is bounded a little past `within`, the caller's [`deadline`] for it all.
 pub async fn write(
     session: &Session,
     target: Target,
@@ -167,7 +167,7 @@ pub async fn write(
 ) -> Result<String, Problem> {
     check_content(content)?;
     let each = slack(within);
-    let work = async {
+    {
         let mut id = match session.id() {
             id if !id.is_empty() => id,
             _ => session.open(true, each).await?,
@@ -199,11 +199,10 @@ pub async fn write(
             }
             return read_write_answer(status, &answer);
         }
-    };
-    deadline(within, work).await
+    }
 }
 
-/// Searches the service's memory.
+/// Searches the service's memory (its request bounded as a write's).
 pub async fn search(
     service: &Service,
     search: &Search,
@@ -217,25 +216,22 @@ pub async fn search(
     if let Some(limit) = search.limit {
         path += &format!("&limit={limit}");
     }
-    let work = async {
-        let (status, answer) = service
-            .exchange(
-                Method::GET,
-                &path,
-                None,
-                None,
-                slack(within),
-                super::MAX_ANSWER,
-            )
-            .await
-            .map_err(failed)?;
-        let mut found = read_search_answer(status, &answer)?;
-        if let Some(limit) = search.limit {
-            found.truncate(usize::from(limit));
-        }
-        Ok(found)
-    };
-    deadline(within, work).await
+    let (status, answer) = service
+        .exchange(
+            Method::GET,
+            &path,
+            None,
+            None,
+            slack(within),
+            super::MAX_ANSWER,
+        )
+        .await
+        .map_err(failed)?;
+    let mut found = read_search_answer(status, &answer)?;
+    if let Some(limit) = search.limit {
+        found.truncate(usize::from(limit));
+    }
+    Ok(found)
 }
 
 /// A request's own limit inside a command's `within`: later, so that the
@@ -244,7 +240,8 @@ fn slack(within: Duration) -> Duration {
     within + Duration::from_secs(1)
 }
 
-async fn deadline<T>(
+/// One command's deadline: `work`, or `TIMEOUT` after `within`.
+pub async fn deadline<T>(
     within: Duration,
     work: impl Future<Output = Result<T, Problem>>,
 ) -> Result<T, Problem> {
@@ -254,7 +251,7 @@ async fn deadline<T>(
 }
 
 /// A command that took longer than `within`.
-pub fn timed_out(within: Duration) -> Problem {
+fn timed_out(within: Duration) -> Problem {
     Problem::ours(
         "TIMEOUT",
         format!(

@@ -571,7 +571,8 @@ impl Chat {
                     return false;
                 }
                 lines::Line::Remember(target, content) => {
-                    match memory::write(&self.session, target, &content, REQUEST_WITHIN).await {
+                    let write = memory::write(&self.session, target, &content, REQUEST_WITHIN);
+                    match memory::deadline(REQUEST_WITHIN, write).await {
                         Ok(path) => self.print(&memory::shown_write(target, &path)),
                         Err(problem) => {
                             error(&format!("the note was not saved: {}", problem.shown()));
@@ -580,7 +581,8 @@ impl Chat {
                     }
                 }
                 lines::Line::Search(search) => {
-                    match memory::search(self.service(), &search, REQUEST_WITHIN).await {
+                    let found = memory::search(self.service(), &search, REQUEST_WITHIN);
+                    match memory::deadline(REQUEST_WITHIN, found).await {
                         Ok(found) => self.print(&memory::shown_found(&search.query, &found)),
                         Err(problem) => {
                             error(&format!("the search failed: {}", problem.shown()));

@@ -23,9 +23,10 @@ pub async fn main(
         crate::cli::MemoryCommand::Search(args) => args.timeout.timeout,
     };
     let within = Duration::from_secs(timeout);
-    let work = tokio::time::timeout(within, run(command, on, print, within));
+    // One deadline for it all, reading a note from stdin included.
+    let work = memory::deadline(within, run(command, on, print, within));
     let done = tokio::select! {
-        done = work => done.unwrap_or_else(|_| Err(memory::timed_out(within))),
+        done = work => done,
         _ = stop.cancelled() => Err(Problem::ours("CANCELLED", "stopped by a signal before the service answered")),
     };
     let code = match done {

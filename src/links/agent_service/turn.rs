@@ -129,7 +129,7 @@ impl Chat {
             if turn.events > 0 {
                 quiet_resumes = 0;
             }
-            let why = match end {
+            let (what, can_resume) = match end {
                 End::Done => return true,
                 End::Refused(why) => {
                     error(&format!("the service refused the message: {why}"));
@@ -157,60 +157,51 @@ impl Chat {
                     error(&format!("the service refused the message: {why}"));
                     return false;
                 }
-                End::NoResume(why) => {
-                    self.start_over(&mut turn, &mut resume);
-                    quiet_resumes = 0;
-                    warn(&format!(
-                        "the service would not resume the stream ({why}); re-sending the message in {} s",
-                        wait.as_secs()
-                    ));
-                    if !self.back_off(&mut wait, stop).await {
-                        return false;
-                    }
-                    continue;
-                }
-                End::Dropped(why) => why,
+                End::NoResume(why) => (
+                    format!("the service would not resume the stream ({why})"),
+                    false,
+                ),
+                End::Dropped(why) => (format!("the stream dropped mid-turn ({why})"), true),
             };
-            if resume.is_some() && turn.events == 0 {
+            if can_resume && resume.is_some() && turn.events == 0 {
                 quiet_resumes += 1;
             }
             resume = turn
                 .resume_id()
-                .filter(|_| quiet_resumes < MAX_QUIET_RESUMES);
+                .filter(|_| can_resume && quiet_resumes < MAX_QUIET_RESUMES);
             let next = match (&resume, &turn.last_id) {
                 (Some(id), _) => format!("resuming after event {id:?}"),
-                (None, Some(_)) if quiet_resumes >= MAX_QUIET_RESUMES => format!(
+                (None, Some(_)) if can_resume && quiet_resumes >= MAX_QUIET_RESUMES => format!(
                     "{quiet_resumes} resumed streams brought nothing; re-sending the message"
                 ),
-                (None, Some(_)) => {
+                (None, Some(_)) if can_resume => {
                     "its last event id cannot be sent back; re-sending the message".into()
                 }
-                (None, None) => "re-sending the message".into(),
+                _ => "re-sending the message".into(),
             };
             if resume.is_none() {
                 self.start_over(&mut turn, &mut resume);
                 quiet_resumes = 0;
             }
-            warn(&format!(
-                "the stream dropped mid-turn ({why}); {next} in {} s",
-                wait.as_secs()
-            ));
-            if !self.back_off(&mut wait, stop).await {
+            warn(&format!("{what}; {next} in {} s", wait.as_secs()));
+            if !back_off(&mut wait, stop).await {
                 return false;
             }
         }
     }
+}
 
-    /// Waits `wait` (false if stopped first), then doubles it up to 30 s.
-    async fn back_off(&self, wait: &mut Duration, stop: &CancellationToken) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(*wait) => {}
-            _ = stop.cancelled() => return false,
-        }
-        *wait = (*wait * 2).min(MAX_BACKOFF);
-        true
+/// Waits `wait` (false if stopped first), then doubles it up to 30 s.
+async fn back_off(wait: &mut Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(*wait) => {}
+        _ = stop.cancelled() => return false,
     }
+    *wait = (*wait * 2).min(MAX_BACKOFF);
+    true
+}
 
+impl Chat {
     /// The message goes again from the start: what the lost attempt
     /// printed stays on a line of its own, its tool calls are cancelled.
     fn start_over(&self, turn: &mut Turn, resume: &mut Option<String>) {
